@@ -1,0 +1,119 @@
+"""The contract between the processing runtime and the three placement engines.
+
+A subject (`Application/<partition>`, `Placement/<ns>/<name>`, `PlacementRule/<ns>/<name>`) has one state
+object owned by one engine. The runtime feeds it events, inventory changes and timers, and publishes what
+the engine emits. Engines are deterministic: time and inventory come in through `EngineContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from engine.inventory import Inventory, InventoryChange
+from topics.codec import DecodedEvent
+from topics.names import TopicRole
+
+__all__ = ["Emit", "EngineContext", "EngineSettings", "Step", "SubjectEngine"]
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A record an engine asks to publish.
+
+    `kind` is a catalogue name without version (`placement.decided`); `data=None` is a tombstone.
+    `key` defaults to the subject key, which also routes the record to the subject's task.
+    """
+
+    kind: str | None
+    data: BaseModel | None
+    topic: TopicRole = TopicRole.DECISIONS
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Step(Generic[S]):
+    """What one engine call produced: the new state (None: forget the subject), records, and whether
+    the subject must be decided at the end of the batch (coalescing several events into one decision)."""
+
+    state: S | None
+    emits: tuple[Emit, ...] = ()
+    redecide: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Engine knobs that come from service settings; plain values so engines stay pure."""
+
+    advisor_timeout_seconds: float = 30.0
+    resync_seconds: float = 600.0
+    explain: frozenset[str] = frozenset()
+    """Subject keys whose decision events carry explain data (prioritizer scores, filtered clusters)."""
+
+
+@dataclass(slots=True)
+class EngineContext:
+    """Everything an engine may read besides its subject's state."""
+
+    now: datetime
+    inventory: Inventory
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    queue_config: Any = None
+    """The active queue configuration (engine.queue's parsed form), or None when the service has none."""
+
+
+class SubjectEngine(Protocol[S]):
+    """One placement engine. Every method is pure apart from the engine's own in-memory indexes
+    (kept in sync through `track`), which exist only to answer `affected_by` without a full scan."""
+
+    KIND: ClassVar[str]
+    """Subject-key prefix this engine owns, e.g. `Placement`."""
+    EVENTS: ClassVar[frozenset[str]]
+    """Catalogue names (without version) of the subject events this engine consumes."""
+
+    def on_event(self, key: str, state: S | None, event: DecodedEvent, ctx: EngineContext) -> Step[S]:
+        """Apply one subject event. Returning `redecide=True` defers the decision to the end of the batch."""
+        ...
+
+    def on_deleted(self, key: str, state: S | None, ctx: EngineContext) -> Step[S]:
+        """A tombstone for the subject key arrived on the submissions topic."""
+        ...
+
+    def decide(self, key: str, state: S, ctx: EngineContext) -> Step[S]:
+        """Re-decide a subject once after a batch; emit only when the published answer changes."""
+        ...
+
+    def on_timer(self, key: str, state: S, ctx: EngineContext) -> Step[S]:
+        """The subject's `next_due` instant was reached (ctx.now >= due)."""
+        ...
+
+    def next_due(self, state: S) -> datetime | None:
+        """The next instant this subject needs `on_timer`, held in its state so it survives restarts."""
+        ...
+
+    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
+        """Subject keys an inventory change can affect; they are decided at the end of the batch."""
+        ...
+
+    def on_config(self, key: str, state: S, ctx: EngineContext) -> Step[S]:
+        """A new queue configuration became active (ctx.queue_config); engines that do not use it return
+        `Step(state)`."""
+        ...
+
+    def track(self, key: str, state: S | None) -> None:
+        """Keep the engine's indexes in step with a subject's state (called on every change and restore)."""
+        ...
+
+    def dump_state(self, state: S) -> dict[str, Any]:
+        """The state as JSON for the compacted changelog."""
+        ...
+
+    def load_state(self, raw: Mapping[str, Any]) -> S:
+        """Rebuild state from `dump_state` output; raise engine.errors.InvalidStateError if unreadable."""
+        ...

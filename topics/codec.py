@@ -1,0 +1,108 @@
+"""The one JSON codec (orjson): record bytes to typed events and back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from topics.envelope import SOURCE, CloudEvent
+from topics.errors import DecodeError, SchemaError
+from topics.events import EVENT_KINDS, EventKind, parse_type, versioned
+from topics.names import TopicRole
+
+__all__ = ["DecodedEvent", "decode_event", "dump_model", "dumps", "encode_event", "loads"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedEvent:
+    """A validated event: envelope, catalogue entry and typed data."""
+
+    envelope: CloudEvent
+    kind: EventKind
+    version: int
+    data: BaseModel
+
+    @property
+    def time(self) -> datetime | None:
+        """The producer's event time, if it sent one."""
+        return self.envelope.time
+
+
+def dumps(value: Any) -> bytes:
+    """Serialise plain JSON values; keys keep insertion order so output is byte-stable."""
+    return orjson.dumps(value)
+
+
+def loads(raw: bytes | str) -> Any:
+    """Parse JSON bytes."""
+    return orjson.loads(raw)
+
+
+def dump_model(model: BaseModel) -> dict[str, Any]:
+    """A model as wire JSON: camelCase aliases, no nulls."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "(root)"
+        parts.append(f"{where}: {item['msg']}")
+    more = error.error_count() - len(parts)
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def decode_event(value: bytes, topic: TopicRole) -> DecodedEvent:
+    """Decode and validate one record value read from `topic`.
+
+    Raises DecodeError (not JSON), UnknownEventTypeError (type or version unknown) or SchemaError.
+    """
+    try:
+        raw = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"value is not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise DecodeError(f"value is JSON {type(raw).__name__}, expected a CloudEvent object")
+    try:
+        envelope = CloudEvent.model_validate(raw)
+    except ValidationError as exc:
+        raise SchemaError(f"invalid CloudEvent envelope: {_describe(exc)}") from exc
+    kind, version = parse_type(envelope.type)
+    if kind.topic is not topic:
+        raise SchemaError(f"event type {envelope.type!r} does not belong on the {topic.value} topic")
+    try:
+        data = kind.data_model.model_validate(envelope.data)
+    except ValidationError as exc:
+        raise SchemaError(f"invalid data for {envelope.type}: {_describe(exc)}") from exc
+    return DecodedEvent(envelope=envelope, kind=kind, version=version, data=data)
+
+
+def encode_event(
+    *,
+    kind_name: str,
+    data: BaseModel | None,
+    subject: str,
+    event_id: str,
+    time: datetime,
+    source: str = SOURCE,
+) -> bytes:
+    """Wrap `data` in a CloudEvent of catalogue type `kind_name` (version 1) and serialise it."""
+    kind = EVENT_KINDS[kind_name]
+    if data is not None and not isinstance(data, kind.data_model):
+        raise TypeError(f"{kind_name} carries {kind.data_model.__name__}, got {type(data).__name__}")
+    envelope = {
+        "specversion": "1.0",
+        "id": event_id,
+        "source": source,
+        "type": versioned(kind.name),
+        "time": time.isoformat().replace("+00:00", "Z"),
+        "subject": subject,
+        "partitionkey": subject,
+        "datacontenttype": "application/json",
+        "data": None if data is None else dump_model(data),
+    }
+    return orjson.dumps(envelope)
