@@ -1,0 +1,288 @@
+"""The processing path shared by the Kafka service and `replay`: records in, records out, no I/O.
+
+One call is one batch: inputs are applied in order, every subject they touched is decided once at the end
+(in key order, so the result does not depend on arrival order within the batch), and a changelog entry is
+written for each subject whose state changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from engine.core import Emit, EngineContext, EngineSettings, Step, SubjectEngine
+from engine.errors import EngineError, InvalidStateError, RoutingError
+from engine.inventory import Inventory, InventoryChange, ObjectKey
+from engine.inventory.store import TAINTS_KIND
+from engine.runtime.deadletter import dead_letter
+from engine.runtime.records import InputRecord, OutputRecord, Stage
+from engine.runtime.routing import inventory_key, subject_key_of, subject_kind
+from topics.codec import DecodedEvent, decode_event, dumps, encode_event, loads
+from topics.envelope import CONTENT_TYPE
+from topics.errors import ContractError, DecodeError
+from topics.names import TopicRole
+from topics.queue import QueueConfigRejected
+
+__all__ = ["Runtime"]
+
+_ID_NAMESPACE = uuid.UUID("6f1c0f4e-3b5a-4f7e-9d62-2b8f4c1a7e55")
+_CE_HEADERS = (("content-type", CONTENT_TYPE.encode()),)
+_SUBJECT_TOPICS = frozenset({TopicRole.SUBMISSIONS, TopicRole.ADVISOR_RECOMMENDATIONS})
+_INVENTORY_TOPICS = frozenset({TopicRole.CLUSTER_STATUS, TopicRole.TAINTS})
+
+
+class _Batch:
+    """Outputs and bookkeeping of one batch."""
+
+    def __init__(self, seed: str) -> None:
+        self.seed = hashlib.sha256(seed.encode()).hexdigest()
+        self.outputs: list[OutputRecord] = []
+        self.dirty: set[str] = set()
+        self.touched: set[str] = set()
+
+    def next_id(self) -> str:
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{self.seed}/{len(self.outputs)}"))
+
+
+class Runtime:
+    """Holds the inventory and the state of the subjects this instance owns, and runs the engines."""
+
+    def __init__(
+        self,
+        engines: Sequence[SubjectEngine[Any]],
+        settings: EngineSettings | None = None,
+        queue_config: Any = None,
+        *,
+        dead_letter_inventory: bool = True,
+    ) -> None:
+        self.inventory = Inventory()
+        self.settings = settings or EngineSettings()
+        self.queue_config = queue_config
+        self.states: dict[str, Any] = {}
+        self.dead_letter_inventory = dead_letter_inventory
+        """Only one instance dead-letters bad global-table records, or every instance would."""
+        self._engines = {engine.KIND: engine for engine in engines}
+        self._timers: list[tuple[datetime, str]] = []
+        self._due: dict[str, datetime] = {}
+        self._changelog: dict[str, bytes] = {}
+
+    # --- context, lookups -------------------------------------------------------------------------
+    def context(self, now: datetime) -> EngineContext:
+        """The engine context at `now`."""
+        return EngineContext(now=now, inventory=self.inventory, settings=self.settings, queue_config=self.queue_config)
+
+    def engine_for(self, key: str) -> SubjectEngine[Any]:
+        """The engine owning a subject key."""
+        return self._engines[subject_kind(key)]
+
+    def next_timer(self) -> datetime | None:
+        """The earliest pending timer instant, if any."""
+        while self._timers:
+            due, key = self._timers[0]
+            if self._due.get(key) == due:
+                return due
+            heapq.heappop(self._timers)
+        return None
+
+    # --- batches ----------------------------------------------------------------------------------
+    def process(self, records: Sequence[InputRecord], now: datetime) -> list[OutputRecord]:
+        """Apply a batch of consumed records (inventory and subject records, in order)."""
+        batch = _Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
+        ctx = self.context(now)
+        changes: list[InventoryChange] = []
+        for record in records:
+            if record.topic in _INVENTORY_TOPICS:
+                changes += self._apply_inventory(batch, record, now)
+            elif record.topic in _SUBJECT_TOPICS:
+                self._apply_subject(batch, record, ctx)
+            else:
+                error = RoutingError(f"the processor does not consume the {record.topic.value} topic")
+                batch.outputs.append(dead_letter(record, Stage.VALIDATE, error, bound_to_task=True))
+        if changes:
+            for engine in self._engines.values():
+                batch.dirty.update(k for k in engine.affected_by(changes, ctx) if k in self.states)
+        return self._finish(batch, ctx)
+
+    def fire_timers(self, now: datetime) -> list[OutputRecord]:
+        """Run every timer due at `now`, earliest first, each at its own instant."""
+        outputs: list[OutputRecord] = []
+        while (due := self.next_timer()) is not None and due <= now:
+            key = heapq.heappop(self._timers)[1]
+            del self._due[key]
+            batch = _Batch(f"timer|{key}|{due.isoformat()}")
+            ctx = self.context(due)
+            self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
+            outputs += self._finish(batch, ctx)
+        return outputs
+
+    def redecide(self, keys: Iterable[str], now: datetime) -> list[OutputRecord]:
+        """Decide the given subjects once, e.g. after restore, when the inventory may have moved on."""
+        batch = _Batch(f"redecide|{now.isoformat()}")
+        batch.dirty.update(k for k in keys if k in self.states)
+        return self._finish(batch, self.context(now))
+
+    def set_queue_config(self, config: Any, now: datetime) -> list[OutputRecord]:
+        """Activate a new queue configuration and let every subject adapt to it."""
+        self.queue_config = config
+        batch = _Batch(f"queueconfig|{now.isoformat()}")
+        ctx = self.context(now)
+        for key in sorted(self.states):
+            self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_config(k, s, c))
+        return self._finish(batch, ctx)
+
+    def reject_queue_config(self, path: str, error: str, sha256: str, now: datetime) -> list[OutputRecord]:
+        """Publish `queueconfig.rejected`; the active configuration stays."""
+        batch = _Batch(f"queueconfig-rejected|{sha256}|{now.isoformat()}")
+        data = QueueConfigRejected(path=path, error=error, sha256=sha256)
+        self._emit(batch, None, Emit("queueconfig.rejected", data, key=f"QueueConfig/{path}"), now)
+        return batch.outputs
+
+    # --- state restore and hand-over --------------------------------------------------------------
+    def restore(self, key: str, value: bytes | None) -> None:
+        """Load one changelog entry (the last one per key wins; None is a tombstone)."""
+        engine = self.engine_for(key)
+        if value is None:
+            self._set_state(engine, key, None)
+            self._changelog.pop(key, None)
+            return
+        try:
+            raw = loads(value)
+            state = engine.load_state(raw["state"])
+        except (ValueError, KeyError, TypeError, EngineError) as exc:
+            raise InvalidStateError(f"changelog entry for {key} cannot be read: {exc}") from exc
+        self._set_state(engine, key, state)
+        self._changelog[key] = value
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop subjects this instance no longer owns (no records are published)."""
+        for key in list(keys):
+            if key in self.states:
+                self._set_state(self.engine_for(key), key, None)
+            self._changelog.pop(key, None)
+
+    # --- internals --------------------------------------------------------------------------------
+    def _apply_inventory(self, batch: _Batch, record: InputRecord, now: datetime) -> list[InventoryChange]:
+        at = record.timestamp or now
+        try:
+            if record.key is None:
+                raise RoutingError("inventory records need a key")
+            key_text = record.key.decode()
+            if record.value is None:
+                if record.topic is TopicRole.TAINTS:
+                    return self.inventory.delete(ObjectKey(TAINTS_KIND, "", key_text), at)
+                return self.inventory.delete(ObjectKey.parse(key_text), at)
+            event = decode_event(record.value, record.topic)
+            named = inventory_key(event)
+            expected = named.name if record.topic is TopicRole.TAINTS else named.record_key()
+            if key_text != expected:
+                raise RoutingError(f"record key {key_text!r} does not match the object it carries ({expected!r})")
+            at = event.time or at
+            if event.kind.name.endswith(".deleted"):
+                return self.inventory.delete(named, at)
+            return self.inventory.apply(event.data, at)  # type: ignore[arg-type]
+        except (ContractError, EngineError, UnicodeDecodeError, ValueError) as exc:
+            if self.dead_letter_inventory:
+                batch.outputs.append(dead_letter(record, _stage(exc), exc, bound_to_task=False))
+            return []
+
+    def _apply_subject(self, batch: _Batch, record: InputRecord, ctx: EngineContext) -> None:
+        try:
+            if record.key is None:
+                raise RoutingError("subject records need the subject key as record key")
+            key = record.key.decode()
+            engine = self._engines[subject_kind(key)]
+            if record.value is None:
+                event: DecodedEvent | None = None
+            else:
+                event = decode_event(record.value, record.topic)
+                if event.kind.name not in engine.EVENTS:
+                    raise RoutingError(f"{event.envelope.type} cannot be sent for subject {key}")
+                named = subject_key_of(event)
+                if named is not None and named != key:
+                    raise RoutingError(f"record key {key!r} does not match the subject the event names ({named!r})")
+        except (ContractError, EngineError, UnicodeDecodeError, ValueError) as exc:
+            batch.outputs.append(dead_letter(record, _stage(exc), exc, bound_to_task=True))
+            return
+        try:
+            if event is None:
+                self._run(batch, key, ctx, lambda e, s: e.on_deleted(key, s, ctx), allow_new=True)
+            else:
+                self._run(batch, key, ctx, lambda e, s: e.on_event(key, s, event, ctx), allow_new=True)
+        except Exception as exc:  # an engine bug must not stop the service: dead-letter and go on
+            batch.outputs.append(dead_letter(record, Stage.PROCESS, exc, bound_to_task=True))
+
+    def _run(self, batch: _Batch, key: str, ctx: EngineContext, call: Any, *, allow_new: bool = False) -> None:
+        if key not in self.states and not allow_new:
+            return
+        engine = self.engine_for(key)
+        step: Step[Any] = call(engine, self.states.get(key))
+        self._take(batch, engine, key, step, ctx.now)
+
+    def _take(self, batch: _Batch, engine: SubjectEngine[Any], key: str, step: Step[Any], now: datetime) -> None:
+        for emit in step.emits:
+            self._emit(batch, key, emit, now)
+        self._set_state(engine, key, step.state)
+        batch.touched.add(key)
+        if step.redecide and step.state is not None:
+            batch.dirty.add(key)
+        else:
+            batch.dirty.discard(key)
+
+    def _finish(self, batch: _Batch, ctx: EngineContext) -> list[OutputRecord]:
+        for key in sorted(batch.dirty):
+            state = self.states.get(key)
+            if state is None:
+                continue
+            engine = self.engine_for(key)
+            self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+        batch.dirty.clear()
+        for key in sorted(batch.touched):
+            self._write_changelog(batch, key)
+        return batch.outputs
+
+    def _emit(self, batch: _Batch, subject: str | None, emit: Emit, now: datetime) -> None:
+        key = emit.key or subject
+        if key is None:
+            raise ValueError("an emit without a subject needs an explicit key")
+        value = None
+        if emit.kind is not None:
+            value = encode_event(kind_name=emit.kind, data=emit.data, subject=key, event_id=batch.next_id(), time=now)
+        headers = _CE_HEADERS if value is not None else ()
+        batch.outputs.append(
+            OutputRecord(topic=emit.topic, key=key.encode(), value=value, headers=headers, subject=subject)
+        )
+
+    def _set_state(self, engine: SubjectEngine[Any], key: str, state: Any) -> None:
+        if state is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = state
+        engine.track(key, state)
+        due = engine.next_due(state) if state is not None else None
+        if due is None:
+            self._due.pop(key, None)
+        elif self._due.get(key) != due:
+            self._due[key] = due
+            heapq.heappush(self._timers, (due, key))
+
+    def _write_changelog(self, batch: _Batch, key: str) -> None:
+        state = self.states.get(key)
+        if state is None:
+            if self._changelog.pop(key, None) is not None:
+                batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, key.encode(), None, subject=key))
+            return
+        engine = self.engine_for(key)
+        value = dumps({"kind": engine.KIND, "v": 1, "state": engine.dump_state(state)})
+        if self._changelog.get(key) != value:
+            self._changelog[key] = value
+            batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, key.encode(), value, subject=key))
+
+
+def _stage(error: BaseException) -> str:
+    if isinstance(error, DecodeError | UnicodeDecodeError):
+        return Stage.DECODE
+    return Stage.VALIDATE

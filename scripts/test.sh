@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: virtualenv, Kafka broker cache, lint, types, unit, conformance
+# and real-broker integration tests. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+.venv/bin/python -m localbroker fetch
+echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
+echo "== mypy (strict: topics, engine)"; .venv/bin/mypy
+echo "== pytest"; .venv/bin/pytest "$@"

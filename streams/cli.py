@@ -1,0 +1,212 @@
+"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from streams.errors import ServiceError
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="placement-stream", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the processor against Kafka (settings from PLACEMENT_* env and .env)")
+    run.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
+    run.add_argument("--queue-config", type=Path, help="overrides PLACEMENT_QUEUE_CONFIG")
+    run.add_argument("--http-port", type=int, help="overrides PLACEMENT_HTTP_PORT (0 disables)")
+
+    replay = sub.add_parser("replay", help="run the processor over a JSONL file (or - for stdin) in memory")
+    replay.add_argument("file", help="JSONL input, or - to read stdin incrementally")
+    replay.add_argument("--queue-config", type=Path, help="YuniKorn queue configuration file (re-read on change)")
+    replay.add_argument(
+        "--explain", action="append", default=[], metavar="NS/NAME", help="placements with explain data"
+    )
+    replay.add_argument("--advisor-timeout", type=float, help="seconds an advisor round waits (default 30)")
+
+    explain = sub.add_parser("explain", help="replay FILE, then print how one placement was decided")
+    explain.add_argument("file")
+    explain.add_argument("--placement", required=True, metavar="NS/NAME")
+    explain.add_argument("--queue-config", type=Path)
+
+    schemas = sub.add_parser("schemas", help="write the JSON Schema of every event type")
+    schemas.add_argument("--out", type=Path, help="folder for one <type>.schema.json per event (default: stdout)")
+
+    check = sub.add_parser("check-config", help="validate a queue configuration file without running")
+    check.add_argument("file", type=Path)
+
+    broker = sub.add_parser("broker", help="local Apache Kafka for development: fetch | start | stop | status")
+    broker.add_argument("args", nargs=argparse.REMAINDER)
+
+    demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
+    demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _parser().parse_args(argv)
+    try:
+        handler = _COMMANDS[args.command]
+        return int(handler(args))
+    except ServiceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+
+# --- commands -------------------------------------------------------------------------------------
+def _run(args: argparse.Namespace) -> int:
+    from streams.logs import configure_logging
+    from streams.service import Processor
+    from streams.settings import load_settings
+
+    overrides: dict[str, Any] = {}
+    if args.bootstrap_servers:
+        overrides["kafka"] = {"bootstrap_servers": args.bootstrap_servers}
+    if args.queue_config:
+        overrides["queue_config"] = args.queue_config
+    if args.http_port is not None:
+        overrides["http_port"] = args.http_port
+    settings = load_settings(**overrides)
+    configure_logging(settings.log_level)
+    processor = Processor(settings)
+    return asyncio.run(_serve(processor, settings.shutdown_timeout_seconds))
+
+
+async def _serve(processor: Any, shutdown_timeout: float) -> int:
+    loop = asyncio.get_running_loop()
+    signals = {"count": 0}
+
+    def on_signal() -> None:
+        signals["count"] += 1
+        if signals["count"] > 1:
+            os._exit(130)  # a second signal means "now"
+        processor.request_stop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    task = asyncio.create_task(processor.run())
+    stopping = asyncio.create_task(processor.stop_requested())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    try:
+        await asyncio.wait_for(task, shutdown_timeout if stopping.done() else None)
+    except TimeoutError:
+        print(f"shutdown took longer than {shutdown_timeout}s; exiting", file=sys.stderr)
+        return 1
+    finally:
+        stopping.cancel()
+    return 0
+
+
+@contextlib.contextmanager
+def _lines(name: str) -> Iterator[Any]:
+    if name == "-":
+        yield iter(sys.stdin.buffer.readline, b"")
+    else:
+        with open(name, "rb") as handle:
+            yield handle
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from streams.replay import Replayer
+    from streams.settings import load_settings
+
+    settings = load_settings(explain=[f"Placement/{p}" for p in args.explain])
+    if args.advisor_timeout:
+        settings = settings.model_copy(update={"advisor_timeout_seconds": args.advisor_timeout})
+    replayer = Replayer(settings, sys.stdout.buffer, queue_config=args.queue_config)
+    with _lines(args.file) as lines:
+        bad = replayer.run(lines)
+    return 1 if bad else 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from engine.cluster import explain_placement
+    from streams.replay import Replayer
+    from streams.settings import load_settings
+
+    key = f"Placement/{args.placement}"
+    settings = load_settings(explain=[key])
+    replayer = Replayer(settings, _Discard(), queue_config=args.queue_config)
+    with _lines(args.file) as lines:
+        replayer.run(lines)
+    state = replayer.runtime.states.get(key)
+    if state is None:
+        print(f"placement {args.placement} is not in {args.file}", file=sys.stderr)
+        return 1
+    now = replayer.now
+    report = explain_placement(key, state, replayer.runtime.context(now))
+    sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    return 0
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from topics.events import EVENT_KINDS
+
+    documents = {
+        kind.wire_type(): kind.data_model.model_json_schema(by_alias=True, mode="serialization")
+        for kind in EVENT_KINDS.values()
+    }
+    if args.out is None:
+        sys.stdout.buffer.write(orjson.dumps(documents, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for wire_type, schema in documents.items():
+        (args.out / f"{wire_type}.schema.json").write_bytes(orjson.dumps(schema, option=orjson.OPT_INDENT_2))
+    print(f"wrote {len(documents)} schemas to {args.out}")
+    return 0
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    from streams.queueconfig import QueueConfigFile, QueueConfigStartupError
+
+    try:
+        QueueConfigFile(args.file).load_initial()
+    except QueueConfigStartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(f"queue configuration {args.file} is valid")
+    return 0
+
+
+def _broker(args: argparse.Namespace) -> int:
+    from localbroker.cli import main as broker_main
+
+    return broker_main(list(args.args))
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from streams.demo import run_demo
+
+    return asyncio.run(run_demo(keep_running=args.keep_running))
+
+
+class _Discard:
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        return None
+
+
+_COMMANDS = {
+    "run": _run,
+    "replay": _replay,
+    "explain": _explain,
+    "schemas": _schemas,
+    "check-config": _check_config,
+    "broker": _broker,
+    "demo": _demo,
+}

@@ -1,0 +1,64 @@
+"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez) and /readyz."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from streams.metrics import Metrics
+
+__all__ = ["HealthServer"]
+
+
+class HealthServer:
+    """Serves probes and metrics; `alive` and `ready` are read at request time."""
+
+    def __init__(self, metrics: Metrics, alive: Callable[[], bool], ready: Callable[[], bool]) -> None:
+        self._metrics = metrics
+        self._alive = alive
+        self._ready = ready
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; returns the bound port (useful with port 0 in tests)."""
+        self._server = await asyncio.start_server(self._handle, host, port)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
+                pass
+            parts = request.decode(errors="replace").split()
+            path = parts[1].split("?", 1)[0] if len(parts) > 1 else "/"
+            status, body, ctype = self._route(path)
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def _route(self, path: str) -> tuple[str, bytes, str]:
+        if path == "/metrics":
+            return "200 OK", generate_latest(self._metrics.registry), CONTENT_TYPE_LATEST
+        if path in ("/healthz", "/livez"):
+            ok = self._alive()
+        elif path == "/readyz":
+            ok = self._ready()
+        else:
+            return "404 Not Found", b"not found\n", "text/plain"
+        return ("200 OK", b"ok\n", "text/plain") if ok else ("503 Service Unavailable", b"not ok\n", "text/plain")

@@ -1,0 +1,1 @@
+"""Kafka plumbing: topic setup, global tables and changelog restore, per-task transactional producers."""

@@ -1,0 +1,55 @@
+"""Create the service's topics if missing and check the ones that exist have the shape it relies on."""
+
+from __future__ import annotations
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streams.errors import TopicSetupError
+from streams.kafka.retry import kafka_retrying
+from streams.settings import Settings
+from topics.names import TOPIC_SPECS
+
+__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics"]
+
+TOPIC_ALREADY_EXISTS = 36
+
+
+async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:
+    """Create every topic (co-partitioned ones with `task_partitions`); return name -> partition count.
+
+    `create_topics` reports per-topic error codes instead of raising, so each code is checked here.
+    """
+    wanted = []
+    for role, spec in TOPIC_SPECS.items():
+        partitions = settings.kafka.task_partitions if spec.co_partitioned else 1
+        configs = {"cleanup.policy": spec.cleanup_policy}
+        wanted.append(
+            NewTopic(settings.topics.name(role), partitions, settings.kafka.replication_factor, None, configs)
+        )
+    async for attempt in kafka_retrying():
+        with attempt:
+            response = await admin.create_topics(wanted)
+    problems = [
+        f"{topic}: error {code} {message or ''}".strip()
+        for topic, code, *rest in response.topic_errors
+        for message in [rest[0] if rest else None]
+        if code not in (0, TOPIC_ALREADY_EXISTS)
+    ]
+    if problems:
+        raise TopicSetupError("cannot create topics: " + "; ".join(problems))
+    counts: dict[str, int] = {}
+    described = await admin.describe_topics([t.name for t in wanted])
+    for entry in described:
+        name = entry.get("topic") or entry.get("name")
+        if entry.get("error_code", 0):
+            raise TopicSetupError(f"cannot describe topic {name}: error {entry['error_code']}")
+        counts[name] = len(entry["partitions"])
+    co = {
+        settings.topics.name(role): counts.get(settings.topics.name(role), 0)
+        for role, spec in TOPIC_SPECS.items()
+        if spec.co_partitioned
+    }
+    if len(set(co.values())) != 1:
+        shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
+        raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
+    return counts

@@ -1,0 +1,70 @@
+"""Reading and re-reading the queue configuration file (spec A2-A4): startup errors and reload rules."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.queue.config import load_queue_config
+
+from engine.errors import QueueConfigError
+from streams.errors import ServiceError
+
+__all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload"]
+
+
+class QueueConfigStartupError(ServiceError):
+    """The file named at start is missing, unreadable or invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reload:
+    """Outcome of a changed file: `config` when valid, else `error` (the previous config stays active)."""
+
+    sha256: str
+    config: Any = None
+    error: str | None = None
+
+
+class QueueConfigFile:
+    """The active queue configuration file and the digest of its active content."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.active_sha256: str | None = None
+        self._seen_sha256: str | None = None
+
+    def load_initial(self) -> Any:
+        """Read and build the file; any failure is a startup error with the spec's message."""
+        try:
+            text = self.path.read_bytes()
+        except OSError as exc:
+            raise QueueConfigStartupError(f"invalid queue configuration {self.path}: {exc.strerror or exc}") from exc
+        digest = hashlib.sha256(text).hexdigest()
+        try:
+            config = load_queue_config(text.decode(), str(self.path))
+        except (QueueConfigError, UnicodeDecodeError) as exc:
+            raise QueueConfigStartupError(f"invalid queue configuration {self.path}: {exc}") from exc
+        self.active_sha256 = self._seen_sha256 = digest
+        return config
+
+    def poll(self) -> Reload | None:
+        """Re-read the file; None when nothing new was seen (same content as last time, or unreadable now)."""
+        try:
+            text = self.path.read_bytes()
+        except OSError:
+            return None
+        digest = hashlib.sha256(text).hexdigest()
+        if digest == self._seen_sha256:
+            return None
+        self._seen_sha256 = digest
+        if digest == self.active_sha256:
+            return None
+        try:
+            config = load_queue_config(text.decode(), str(self.path))
+        except (QueueConfigError, UnicodeDecodeError) as exc:
+            return Reload(sha256=digest, error=str(exc))
+        self.active_sha256 = digest
+        return Reload(sha256=digest, config=config)

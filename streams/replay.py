@@ -1,0 +1,197 @@
+"""Embedded mode: the same runtime over an in-memory bus, the clock driven by event times.
+
+Each input line is one batch, written out (and flushed) before the next line is read, so an interactive
+driver such as an advisor simulator can answer requests as they appear.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from engine.core import SubjectEngine
+from engine.inventory import ObjectKey
+from engine.registry import build_engines
+from engine.runtime import InputRecord, OutputRecord, Runtime
+from engine.runtime.routing import inventory_key, subject_key_of
+from streams.queueconfig import QueueConfigFile
+from streams.settings import Settings
+from topics.codec import decode_event
+from topics.names import TopicRole
+
+__all__ = ["ReplayError", "Replayer", "parse_time"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class ReplayError(ValueError):
+    """An input line cannot be replayed; the message names the line."""
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 string (or epoch milliseconds) as aware UTC; None when absent or unreadable."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, int | float):
+            return datetime.fromtimestamp(value / 1000, tz=UTC)
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+class Replayer:
+    """Feeds JSONL lines through a Runtime and writes every produced record as JSONL."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        out: IO[bytes],
+        *,
+        queue_config: Path | None = None,
+        engines: list[SubjectEngine[Any]] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.out = out
+        self.warn = warn or (lambda text: print(text, file=sys.stderr))
+        self._names = settings.topics.roles()
+        self._names.update({role.value: role for role in TopicRole})
+        self._offsets: dict[TopicRole, int] = {}
+        self.clock: datetime | None = None
+        self._config_file = QueueConfigFile(queue_config) if queue_config else None
+        config = self._config_file.load_initial() if self._config_file else None
+        self.runtime = Runtime(engines or build_engines(), settings.engine_settings(), config)
+
+    # --- driving ----------------------------------------------------------------------------------
+    def run(self, lines: Iterable[bytes | str]) -> int:
+        """Replay every line; returns the number of lines that could not be replayed."""
+        bad = 0
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                self.feed(line)
+            except ReplayError as exc:
+                bad += 1
+                self.warn(f"line {number}: {exc}")
+        return bad
+
+    def feed(self, line: bytes | str) -> None:
+        """Replay one line: advance the clock, fire due timers, reload the queue config, apply the record."""
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ReplayError(f"not JSON: {exc}") from exc
+        if not isinstance(item, dict):
+            raise ReplayError("expected an object with topic, key and value")
+        value = item.get("value")
+        event_time = parse_time(value.get("time")) if isinstance(value, dict) else None
+        self._advance(parse_time(item.get("timestamp")), event_time)
+        now = self.now
+        self._reload_queue_config(now)
+        if "topic" not in item:
+            return
+        role = self._names.get(str(item["topic"]))
+        if role is None:
+            raise ReplayError(f"unknown topic {item['topic']!r}")
+        raw = self._value_bytes(value)
+        key = item.get("key")
+        if key is None and raw is not None:
+            key = _derive_key(role, raw)
+        offset = self._offsets.get(role, 0)
+        self._offsets[role] = offset + 1
+        record = InputRecord(
+            topic=role,
+            partition=0,
+            offset=offset,
+            key=None if key is None else str(key).encode(),
+            value=raw,
+            timestamp=now,
+            topic_name=self.settings.topics.name(role),
+        )
+        self._write(self.runtime.process([record], now))
+
+    # --- internals --------------------------------------------------------------------------------
+    def _advance(self, *candidates: datetime | None) -> None:
+        latest = max((t for t in (self.clock, *candidates) if t is not None), default=None)
+        if latest is None:
+            return
+        self._write(self.runtime.fire_timers(latest))
+        self.clock = latest
+
+    @property
+    def now(self) -> datetime:
+        """The replay clock (the epoch until an input carries a time)."""
+        return self.clock or _EPOCH
+
+    def _reload_queue_config(self, now: datetime) -> None:
+        if self._config_file is None:
+            return
+        reload = self._config_file.poll()
+        if reload is None:
+            return
+        if reload.error is not None:
+            self.warn(f"queue configuration {self._config_file.path} rejected: {reload.error}")
+            path = str(self._config_file.path)
+            self._write(self.runtime.reject_queue_config(path, reload.error, reload.sha256, now))
+        else:
+            self._write(self.runtime.set_queue_config(reload.config, now))
+
+    @staticmethod
+    def _value_bytes(value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value.encode()
+        return orjson.dumps(value)
+
+    def _write(self, records: list[OutputRecord]) -> None:
+        for record in records:
+            self.out.write(orjson.dumps(self.render(record)) + b"\n")
+            self.out.flush()
+
+    def render(self, record: OutputRecord) -> dict[str, Any]:
+        """An output record as a JSONL object."""
+        line: dict[str, Any] = {
+            "topic": self.settings.topics.name(record.topic),
+            "key": None if record.key is None else record.key.decode(errors="replace"),
+            "value": _json_or_text(record.value),
+        }
+        if record.topic is TopicRole.DEAD_LETTER:
+            line["headers"] = {name: value.decode(errors="replace") for name, value in record.headers}
+        return line
+
+
+def _json_or_text(value: bytes | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return value.decode(errors="replace")
+
+
+def _derive_key(role: TopicRole, raw: bytes) -> str | None:
+    """The record key a well-formed event would have been sent with (replay input may omit keys)."""
+    try:
+        event = decode_event(raw, role)
+    except Exception:  # an undecodable value keeps no key and is dead-lettered by the runtime
+        return None
+    if role in (TopicRole.CLUSTER_STATUS, TopicRole.TAINTS):
+        try:
+            named: ObjectKey = inventory_key(event)
+        except Exception:
+            return None
+        return named.name if role is TopicRole.TAINTS else named.record_key()
+    subject = subject_key_of(event)
+    if subject is None:
+        partition = str(getattr(event.data, "partition", "") or "default")
+        subject = "Application/" + ("default" if partition.lower() == "default" else partition)
+    return subject

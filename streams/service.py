@@ -1,0 +1,385 @@
+"""The Kafka processor: global tables, the consumer group, per-task transactions, timers and reloads.
+
+Per batch: consumed inventory and subject records go through the pure Runtime, then each task's outputs,
+changelog entries and consumed offsets are committed in one transaction of that task's producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.errors import KafkaError
+
+from engine.core import SubjectEngine
+from engine.errors import InvalidStateError
+from engine.registry import build_engines
+from engine.runtime import InputRecord, OutputRecord, Runtime
+from streams.http import HealthServer
+from streams.kafka.admin import ensure_topics
+from streams.kafka.retry import kafka_retrying
+from streams.kafka.tables import new_reader, read_to_end
+from streams.kafka.tasks import TaskProducers, partition_of
+from streams.metrics import Metrics
+from streams.queueconfig import QueueConfigFile
+from streams.settings import Settings
+from topics.names import TopicRole
+
+__all__ = ["Processor"]
+
+log = logging.getLogger("placement.service")
+
+_Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, processor: Processor) -> None:
+        self._processor = processor
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        """Every batch is committed before the next poll, so nothing is open when partitions go."""
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._processor.take_assignment(assigned)
+
+
+class Processor:
+    """One service instance. `run()` until `request_stop()`; ready once tables and tasks are restored."""
+
+    def __init__(
+        self, settings: Settings, *, engines: list[SubjectEngine[Any]] | None = None, metrics: Metrics | None = None
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        self._engines = engines
+        self._names = settings.topics
+        self._roles = settings.topics.roles()
+        self._subject_topics = [self._names.submissions, self._names.advisor_recommendations]
+        self._stop = asyncio.Event()
+        self._tables_ready = False
+        self._assigned_once = False
+        self._alive = True
+        self.partitions = settings.kafka.task_partitions
+        self.runtime: Runtime | None = None
+        self.http_port: int | None = None
+        self._queue_file = QueueConfigFile(settings.queue_config) if settings.queue_config else None
+        self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
+        kafka = settings.kafka
+        self._tasks = TaskProducers(
+            kafka.bootstrap_servers, kafka.group_id, kafka.client_id, kafka.transaction_timeout_ms
+        )
+        self._consumer: AIOKafkaConsumer | None = None
+        self._tables: AIOKafkaConsumer | None = None
+        self._restorer: AIOKafkaConsumer | None = None
+        self._loose: AIOKafkaProducer | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Global tables caught up, group joined, every assigned task restored, not stopping."""
+        return self._tables_ready and self._assigned_once and not self._stop.is_set()
+
+    def request_stop(self) -> None:
+        """Signal-safe: finish the current batch, then shut down."""
+        self._stop.set()
+
+    async def stop_requested(self) -> None:
+        """Returns once a stop was requested."""
+        await self._stop.wait()
+
+    async def run(self) -> None:
+        """Set up, catch up, join the group and process until stopped."""
+        kafka = self.settings.kafka
+        http = HealthServer(self.metrics, lambda: self._alive, lambda: self.ready)
+        try:
+            counts = await self._setup_topics()
+            self.partitions = counts[self._names.submissions]
+            self.runtime = Runtime(
+                self._engines or build_engines(),
+                self.settings.engine_settings(),
+                self._queue_config,
+                dead_letter_inventory=False,
+            )
+            if self.settings.http_port:
+                self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
+            self._loose = AIOKafkaProducer(
+                bootstrap_servers=kafka.bootstrap_servers, acks="all", enable_idempotence=True, linger_ms=5
+            )
+            await self._loose.start()
+            await self._catch_up_tables()
+            self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore")
+            await self._restorer.start()
+            self._consumer = AIOKafkaConsumer(
+                bootstrap_servers=kafka.bootstrap_servers,
+                client_id=kafka.client_id,
+                group_id=kafka.group_id,
+                group_instance_id=kafka.group_instance_id,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                isolation_level="read_committed",
+                session_timeout_ms=kafka.session_timeout_ms,
+                partition_assignment_strategy=(RangePartitionAssignor,),
+            )
+            await self._consumer.start()
+            self._consumer.subscribe(self._subject_topics, listener=_Listener(self))
+            await self._loop()
+        except BaseException:
+            self._alive = False
+            raise
+        finally:
+            self.metrics.ready.set(0)
+            await self._shutdown(http)
+
+    async def _setup_topics(self) -> dict[str, int]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka.bootstrap_servers)
+        async for attempt in kafka_retrying():
+            with attempt:
+                await admin.start()
+        try:
+            return await ensure_topics(self.settings, admin)
+        finally:
+            await admin.close()
+
+    async def _catch_up_tables(self) -> None:
+        kafka = self.settings.kafka
+        self._tables = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-tables")
+        await self._tables.start()
+        partitions = [
+            TopicPartition(topic, p)
+            for topic in (self._names.cluster_status, self._names.taints)
+            for p in sorted(self._tables.partitions_for_topic(topic) or {0})
+        ]
+        self._tables.assign(partitions)
+        started = time.perf_counter()
+        runtime = self._require_runtime()
+
+        def apply(chunk: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+            # no subject is owned yet, so nothing is published; bad records are dead-lettered live only
+            runtime.process(self._inputs(chunk), _utcnow())
+
+        count = await read_to_end(self._tables, partitions, apply)
+        self.metrics.restore_seconds.labels("inventory").set(time.perf_counter() - started)
+        self._tables_ready = True
+        log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
+
+    async def _shutdown(self, http: HealthServer) -> None:
+        for stop in (
+            self._tasks.stop_all,
+            *(c.stop for c in (self._consumer, self._tables, self._restorer, self._loose) if c is not None),
+            http.stop,
+        ):
+            try:
+                await stop()
+            except Exception:  # keep stopping the rest
+                log.exception("error during shutdown")
+
+    # --- assignment and restore -------------------------------------------------------------------
+    async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
+        """Keep tasks that stay, drop the ones that went, start and restore the new ones."""
+        self.metrics.rebalances.inc()
+        wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
+        runtime = self._require_runtime()
+        for partition in sorted(self._tasks.owned - wanted):
+            runtime.forget(self._keys_of(partition))
+            await self._tasks.stop(partition)
+        for partition in sorted(wanted - self._tasks.owned):
+            await self._take_task(partition)
+        runtime.dead_letter_inventory = 0 in wanted
+        self._assigned_once = True
+        self.metrics.subjects.set(len(runtime.states))
+        self.metrics.ready.set(1 if self.ready else 0)
+        log.info("assignment", extra={"tasks": sorted(wanted)})
+
+    async def _take_task(self, partition: int) -> None:
+        """Fence the previous owner, rewind to the committed offsets, restore state and re-decide."""
+        runtime = self._require_runtime()
+        runtime.forget(self._keys_of(partition))
+        async for attempt in kafka_retrying():
+            with attempt:
+                await self._tasks.start(partition)
+        consumer = self._require(self._consumer)
+        for topic in self._subject_topics:
+            tp = TopicPartition(topic, partition)
+            committed = await consumer.committed(tp)
+            if committed is None:
+                await consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek(tp, committed)
+        started = time.perf_counter()
+        restorer = self._require(self._restorer)
+        changelog = TopicPartition(self._names.changelog, partition)
+        restorer.assign([changelog])
+        await read_to_end(restorer, [changelog], self._restore_chunk)
+        self.metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
+        outputs = runtime.redecide(self._keys_of(partition), _utcnow())
+        await self._publish(outputs, {})
+
+    def _restore_chunk(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+        runtime = self._require_runtime()
+        for record in records:
+            if record.key is None:
+                continue
+            try:
+                runtime.restore(record.key.decode(), record.value)
+            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
+                log.error("skipping unreadable changelog entry", extra={"offset": record.offset, "error": str(exc)})
+
+    def _keys_of(self, partition: int) -> list[str]:
+        states = self._require_runtime().states
+        return [key for key in states if partition_of(key, self.partitions) == partition]
+
+    # --- the loop ---------------------------------------------------------------------------------
+    async def _loop(self) -> None:
+        consumer, tables = self._require(self._consumer), self._require(self._tables)
+        runtime = self._require_runtime()
+        kafka = self.settings.kafka
+        next_reload = next_lag = 0.0
+        while not self._stop.is_set():
+            wait_ms = kafka.poll_timeout_ms
+            due = runtime.next_timer()
+            if due is not None:
+                wait_ms = max(0, min(wait_ms, int((due - _utcnow()).total_seconds() * 1000) + 1))
+            inventory = await tables.getmany(timeout_ms=0, max_records=kafka.max_batch_records)
+            subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
+            if self._stop.is_set() and subjects:
+                # not processed: the offsets stay uncommitted and the next owner reads them again
+                break
+            await self._handle(inventory, subjects)
+            clock = time.monotonic()
+            if self._queue_file is not None and clock >= next_reload:
+                next_reload = clock + self.settings.queue_config_poll_seconds
+                await self._reload_queue_config()
+            if clock >= next_lag:
+                next_lag = clock + 1.0
+                await self._update_lag(consumer)
+
+    async def _handle(self, inventory: _Records, subjects: _Records) -> None:
+        runtime = self._require_runtime()
+        records = [r for batch in inventory.values() for r in batch] + [r for b in subjects.values() for r in b]
+        now = _utcnow()
+        started = time.perf_counter()
+        outputs = runtime.process(self._inputs(records), now) if records else []
+        outputs += runtime.fire_timers(now)
+        if records:
+            self.metrics.decision_latency.observe(time.perf_counter() - started)
+        offsets: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        for tp, batch in subjects.items():
+            if batch:
+                offsets[tp.partition][tp] = batch[-1].offset + 1
+        for record in records:
+            self.metrics.consumed.labels(record.topic).inc()
+        await self._publish(outputs, offsets)
+        committed_at = time.time() * 1000
+        for batch in subjects.values():
+            for record in batch:
+                self.metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
+        self.metrics.subjects.set(len(runtime.states))
+
+    def _inputs(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> list[InputRecord]:
+        return [
+            InputRecord(
+                topic=self._roles[r.topic],
+                partition=r.partition,
+                offset=r.offset,
+                key=r.key,
+                value=r.value,
+                timestamp=datetime.fromtimestamp(r.timestamp / 1000, UTC) if r.timestamp >= 0 else None,
+                topic_name=r.topic,
+            )
+            for r in records
+        ]
+
+    async def _publish(self, outputs: list[OutputRecord], offsets: dict[int, dict[TopicPartition, int]]) -> None:
+        """Commit each task's records and offsets atomically; records bound to no task go out plainly."""
+        by_task: dict[int, list[OutputRecord]] = defaultdict(list)
+        loose: list[OutputRecord] = []
+        owned = self._tasks.owned
+        for record in outputs:
+            task = record.partition
+            if task is None and record.subject is not None:
+                task = partition_of(record.subject, self.partitions)
+            (by_task[task] if task is not None and task in owned else loose).append(record)
+        for task in sorted(set(by_task) | set(offsets)):
+            if task not in owned:
+                continue
+            producer = self._tasks.get(task)
+            try:
+                async with producer.transaction():
+                    if offsets.get(task):
+                        await producer.send_offsets_to_transaction(offsets[task], self.settings.kafka.group_id)
+                    await self._send_all(producer, by_task.get(task, []))
+                self.metrics.transactions.labels("committed").inc()
+            except KafkaError:
+                self.metrics.transactions.labels("aborted").inc()
+                log.exception("transaction failed; restoring the task from Kafka", extra={"task": task})
+                await self._take_task(task)
+                continue
+            self._count(by_task.get(task, []))
+        if loose:
+            await self._send_all(self._require(self._loose), loose)
+            self._count(loose)
+
+    async def _send_all(self, producer: AIOKafkaProducer, records: list[OutputRecord]) -> None:
+        futures = [
+            await producer.send(self._names.name(r.topic), r.value, key=r.key, headers=list(r.headers) or None)
+            for r in records
+        ]
+        if futures:
+            await asyncio.gather(*futures)
+
+    def _count(self, records: list[OutputRecord]) -> None:
+        for record in records:
+            name = self._names.name(record.topic)
+            self.metrics.produced.labels(name).inc()
+            if record.topic is TopicRole.DEAD_LETTER:
+                stage = dict(record.headers).get("__connect.errors.stage", b"").decode()
+                source = dict(record.headers).get("__connect.errors.topic", b"").decode()
+                self.metrics.dead_letters.labels(source, stage).inc()
+
+    async def _reload_queue_config(self) -> None:
+        assert self._queue_file is not None
+        reload = self._queue_file.poll()
+        if reload is None:
+            return
+        runtime = self._require_runtime()
+        now = _utcnow()
+        if reload.error is not None:
+            log.error("queue configuration rejected", extra={"path": str(self._queue_file.path), "error": reload.error})
+            await self._publish(
+                runtime.reject_queue_config(str(self._queue_file.path), reload.error, reload.sha256, now), {}
+            )
+        else:
+            log.info("queue configuration reloaded", extra={"sha256": reload.sha256})
+            await self._publish(runtime.set_queue_config(reload.config, now), {})
+
+    async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
+        for tp in consumer.assignment():
+            stable = consumer.last_stable_offset(tp)
+            if stable is None or stable < 0:
+                continue
+            position = await consumer.position(tp)
+            self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - position))
+
+    # --- helpers ----------------------------------------------------------------------------------
+    def _require_runtime(self) -> Runtime:
+        if self.runtime is None:
+            raise RuntimeError("the processor is not started")
+        return self.runtime
+
+    @staticmethod
+    def _require(value: Any) -> Any:
+        if value is None:
+            raise RuntimeError("the processor is not started")
+        return value

@@ -1,0 +1,113 @@
+"""Service settings from the environment (prefix PLACEMENT_, nested with __), a .env file and CLI flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.core import EngineSettings
+from streams.errors import SettingsError
+from topics.names import TOPIC_SPECS, TopicRole
+
+__all__ = ["KafkaSettings", "Settings", "TopicNames", "load_settings"]
+
+
+class KafkaSettings(BaseModel):
+    """Connection and consumer-group settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    """Comma-separated host:port list (env KAFKA_BOOTSTRAP_SERVERS is honoured too)."""
+    group_id: str = "placement"
+    group_instance_id: str | None = None
+    """Static membership: a stable id per replica avoids a rebalance on restart."""
+    client_id: str = "placement-stream"
+    task_partitions: int = Field(default=3, ge=1, le=256)
+    """Partitions of every co-partitioned topic; one transactional producer per owned partition."""
+    replication_factor: int = Field(default=1, ge=1)
+    session_timeout_ms: int = Field(default=10_000, ge=1000)
+    transaction_timeout_ms: int = Field(default=60_000, ge=1000)
+    max_batch_records: int = Field(default=1000, ge=1)
+    poll_timeout_ms: int = Field(default=100, ge=1)
+
+
+class TopicNames(BaseModel):
+    """Actual topic names per role."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    submissions: str = TOPIC_SPECS[TopicRole.SUBMISSIONS].default_name
+    cluster_status: str = TOPIC_SPECS[TopicRole.CLUSTER_STATUS].default_name
+    taints: str = TOPIC_SPECS[TopicRole.TAINTS].default_name
+    advisor_recommendations: str = TOPIC_SPECS[TopicRole.ADVISOR_RECOMMENDATIONS].default_name
+    advisor_requests: str = TOPIC_SPECS[TopicRole.ADVISOR_REQUESTS].default_name
+    decisions: str = TOPIC_SPECS[TopicRole.DECISIONS].default_name
+    changelog: str = TOPIC_SPECS[TopicRole.CHANGELOG].default_name
+    dead_letter: str = TOPIC_SPECS[TopicRole.DEAD_LETTER].default_name
+
+    def name(self, role: TopicRole) -> str:
+        """The topic name of a role."""
+        return str(getattr(self, role.value.replace("-", "_")))
+
+    def roles(self) -> dict[str, TopicRole]:
+        """Topic name -> role."""
+        return {self.name(role): role for role in TopicRole}
+
+    @classmethod
+    def prefixed(cls, prefix: str) -> TopicNames:
+        """Default names with a prefix, e.g. for isolated test runs."""
+        return cls(**{role.value.replace("-", "_"): prefix + spec.default_name for role, spec in TOPIC_SPECS.items()})
+
+
+class Settings(BaseSettings):
+    """Everything the service reads at start."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PLACEMENT_", env_nested_delimiter="__", env_file=".env", extra="ignore", frozen=True
+    )
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    topics: TopicNames = Field(default_factory=TopicNames)
+    queue_config: Path | None = None
+    """YuniKorn `partitions:` file; without one every application is rejected with a reason saying so."""
+    queue_config_poll_seconds: float = Field(default=1.0, gt=0)
+    advisor_timeout_seconds: float = Field(default=30.0, gt=0)
+    resync_seconds: float = Field(default=600.0, ge=0)
+    explain: list[str] = Field(default_factory=list)
+    """Placement subject keys whose decision events carry explain data."""
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8080, ge=0, le=65535)
+    """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
+    log_level: str = "INFO"
+    shutdown_timeout_seconds: float = Field(default=20.0, gt=0)
+
+    def engine_settings(self) -> EngineSettings:
+        """The pure subset the engines see."""
+        return EngineSettings(
+            advisor_timeout_seconds=self.advisor_timeout_seconds,
+            resync_seconds=self.resync_seconds,
+            explain=frozenset(self.explain),
+        )
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings; a bad value becomes a SettingsError naming the source, the field and the problem."""
+    kafka_env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if kafka_env and "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS" not in os.environ:
+        kafka = dict(overrides.pop("kafka", {}) or {})
+        kafka.setdefault("bootstrap_servers", kafka_env)
+        overrides["kafka"] = kafka
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for item in exc.errors():
+            field = ".".join(str(p) for p in item["loc"])
+            env = "PLACEMENT_" + "__".join(str(p).upper() for p in item["loc"])
+            problems.append(f"{field} (env {env} or .env): {item['msg']}")
+        raise SettingsError("invalid settings: " + "; ".join(problems)) from exc

@@ -1,0 +1,283 @@
+"""The runtime's own mechanics, driven through a small counting engine defined here.
+
+The engine counts the clusters that carry the label its placement names (in an annotation); that is enough to observe
+coalescing, inventory-driven re-decisions, changelog writes, restore, timers and dead letters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+import orjson
+import pytest
+
+from engine.core import Emit, EngineContext, Step
+from engine.inventory import InventoryChange
+from engine.runtime import InputRecord, OutputRecord, Runtime, Stage
+from topics.codec import DecodedEvent
+from topics.names import TopicRole
+from topics.placement import Placement, PlacementDecided
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Counted:
+    placement: Placement
+    published: int | None = None
+    due: datetime | None = None
+    fired: int = 0
+
+
+class CountingEngine:
+    KIND: ClassVar[str] = "Placement"
+    EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+
+    def __init__(self) -> None:
+        self.decided: list[str] = []
+        self.tracked: dict[str, Counted] = {}
+
+    def on_event(self, key: str, state: Counted | None, event: DecodedEvent, ctx: EngineContext) -> Step[Counted]:
+        if event.kind.name == "placement.deleted":
+            return Step(None, (Emit(None, None),))
+        assert isinstance(event.data, Placement)
+        due = event.data.metadata.annotations.get("timerSeconds")
+        base = state or Counted(event.data)
+        return Step(
+            replace(base, placement=event.data, due=None if due is None else ctx.now + timedelta(seconds=int(due))),
+            redecide=True,
+        )
+
+    def on_deleted(self, key: str, state: Counted | None, ctx: EngineContext) -> Step[Counted]:
+        return Step(None)
+
+    def decide(self, key: str, state: Counted, ctx: EngineContext) -> Step[Counted]:
+        self.decided.append(key)
+        label = state.placement.metadata.annotations["label"]
+        count = sum(1 for c in ctx.inventory.clusters() if label in c.metadata.labels)
+        if count == state.published:
+            return Step(state)
+        meta = state.placement.metadata
+        data = PlacementDecided(namespace=meta.namespace, name=meta.name, number_of_selected_clusters=count)
+        return Step(replace(state, published=count), (Emit("placement.decided", data),))
+
+    def on_timer(self, key: str, state: Counted, ctx: EngineContext) -> Step[Counted]:
+        return Step(replace(state, due=None, fired=state.fired + 1), redecide=True)
+
+    def next_due(self, state: Counted) -> datetime | None:
+        return state.due
+
+    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
+        labels = {
+            label
+            for change in changes
+            for obj in (change.before, change.after)
+            if obj is not None
+            for label in obj.metadata.labels
+        }
+        return [key for key, state in self.tracked.items() if state.placement.metadata.annotations["label"] in labels]
+
+    def on_config(self, key: str, state: Counted, ctx: EngineContext) -> Step[Counted]:
+        return Step(state)
+
+    def track(self, key: str, state: Counted | None) -> None:
+        if state is None:
+            self.tracked.pop(key, None)
+        else:
+            self.tracked[key] = state
+
+    def dump_state(self, state: Counted) -> dict[str, Any]:
+        return {"placement": state.placement.model_dump(mode="json", by_alias=True), "published": state.published}
+
+    def load_state(self, raw: Mapping[str, Any]) -> Counted:
+        return Counted(Placement.model_validate(raw["placement"]), raw["published"])
+
+
+# --- builders -------------------------------------------------------------------------------------
+_offsets: dict[TopicRole, int] = {}
+
+
+def record(topic: TopicRole, key: str | None, value: Any, raw: bytes | None = None) -> InputRecord:
+    offset = _offsets[topic] = _offsets.get(topic, -1) + 1
+    body = raw if raw is not None else (None if value is None else orjson.dumps(value))
+    return InputRecord(topic, 0, offset, None if key is None else key.encode(), body, T0, topic.value)
+
+
+def event(kind: str, data: Any, **envelope: Any) -> dict[str, Any]:
+    return {"specversion": "1.0", "id": f"id-{kind}", "source": "/test", "type": f"{kind}.v1", "data": data, **envelope}
+
+
+def placement(name: str, label: str, **extra: Any) -> InputRecord:
+    annotations = {"label": label, **{k: str(v) for k, v in extra.items()}}
+    data = {"metadata": {"namespace": "ns", "name": name, "annotations": annotations}}
+    return record(TopicRole.SUBMISSIONS, f"Placement/ns/{name}", event("placement.applied", data))
+
+
+def cluster(name: str, *labels: str) -> InputRecord:
+    data = {"metadata": {"name": name, "labels": dict.fromkeys(labels, "x")}}
+    return record(TopicRole.CLUSTER_STATUS, f"ManagedCluster/{name}", event("managedcluster.applied", data))
+
+
+def decided(outputs: list[OutputRecord]) -> list[tuple[str, int]]:
+    found = []
+    for out in outputs:
+        if out.topic is TopicRole.DECISIONS and out.value is not None:
+            data = orjson.loads(out.value)["data"]
+            found.append((data["name"], data["numberOfSelectedClusters"]))
+    return found
+
+
+@pytest.fixture
+def engine() -> CountingEngine:
+    return CountingEngine()
+
+
+@pytest.fixture
+def runtime(engine: CountingEngine) -> Runtime:
+    return Runtime([engine])
+
+
+# --- tests ----------------------------------------------------------------------------------------
+def test_events_for_one_subject_in_a_batch_are_decided_once(runtime: Runtime, engine: CountingEngine) -> None:
+    out = runtime.process([cluster("c1", "gpu"), placement("p", "gpu"), placement("p", "gpu")], T0)
+    assert engine.decided == ["Placement/ns/p"]
+    assert decided(out) == [("p", 1)]
+
+
+def test_inventory_change_redecides_only_affected_subjects(runtime: Runtime, engine: CountingEngine) -> None:
+    runtime.process([placement("gpu", "gpu"), placement("arm", "arm")], T0)
+    engine.decided.clear()
+    out = runtime.process([cluster("c1", "gpu")], T0)
+    assert engine.decided == ["Placement/ns/gpu"]
+    assert decided(out) == [("gpu", 1)]
+
+
+def test_unchanged_answer_publishes_nothing_and_writes_no_changelog(runtime: Runtime) -> None:
+    runtime.process([placement("p", "gpu")], T0)
+    out = runtime.process([cluster("c1", "arm")], T0)
+    assert out == []
+
+
+def test_changelog_entry_restores_the_subject_elsewhere(runtime: Runtime) -> None:
+    out = runtime.process([cluster("c1", "gpu"), placement("p", "gpu")], T0)
+    changelog = [o for o in out if o.topic is TopicRole.CHANGELOG]
+    assert [o.key for o in changelog] == [b"Placement/ns/p"]
+    other_engine = CountingEngine()
+    other = Runtime([other_engine])
+    other.restore("Placement/ns/p", changelog[0].value)
+    assert other.states["Placement/ns/p"].published == 1
+    assert "Placement/ns/p" in other_engine.tracked
+
+
+def test_delete_emits_tombstones_for_decision_and_changelog(runtime: Runtime) -> None:
+    runtime.process([placement("p", "gpu")], T0)
+    gone = record(
+        TopicRole.SUBMISSIONS,
+        "Placement/ns/p",
+        event("placement.deleted", {"metadata": {"name": "p", "namespace": "ns"}}),
+    )
+    out = runtime.process([gone], T0)
+    assert [(o.topic, o.value) for o in out] == [(TopicRole.DECISIONS, None), (TopicRole.CHANGELOG, None)]
+    assert runtime.states == {}
+
+
+def test_timers_fire_at_their_instant_and_in_order(runtime: Runtime, engine: CountingEngine) -> None:
+    runtime.process([placement("late", "x", timerSeconds=20), placement("early", "x", timerSeconds=10)], T0)
+    engine.decided.clear()
+    assert runtime.next_timer() == T0 + timedelta(seconds=10)
+    assert runtime.fire_timers(T0 + timedelta(seconds=9)) == []
+    runtime.fire_timers(T0 + timedelta(seconds=30))
+    assert engine.decided == ["Placement/ns/early", "Placement/ns/late"]
+    assert runtime.next_timer() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "raw", "stage", "message"),
+    [
+        ("not json", "Placement/ns/p", b"{nope", Stage.DECODE, "not JSON"),
+        ("json array", "Placement/ns/p", b"[1]", Stage.DECODE, "expected a CloudEvent"),
+        ("unknown type", "Placement/ns/p", orjson.dumps(event("placement.exploded", {})), Stage.VALIDATE, "unknown"),
+        (
+            "unknown version",
+            "Placement/ns/p",
+            orjson.dumps({**event("placement.applied", {}), "type": "placement.applied.v9"}),
+            Stage.VALIDATE,
+            "v9",
+        ),
+        (
+            "no version",
+            "Placement/ns/p",
+            orjson.dumps({**event("placement.applied", {}), "type": "placement.applied"}),
+            Stage.VALIDATE,
+            "version",
+        ),
+        (
+            "schema",
+            "Placement/ns/p",
+            orjson.dumps(event("placement.applied", {"metadata": {}})),
+            Stage.VALIDATE,
+            "metadata.name",
+        ),
+        ("envelope", "Placement/ns/p", orjson.dumps({"type": "placement.applied.v1"}), Stage.VALIDATE, "specversion"),
+        (
+            "wrong topic",
+            "Placement/ns/p",
+            orjson.dumps(event("placement.decided", {"namespace": "ns", "name": "p"})),
+            Stage.VALIDATE,
+            "does not belong",
+        ),
+        (
+            "key mismatch",
+            "Placement/ns/other",
+            orjson.dumps(event("placement.applied", {"metadata": {"name": "p", "namespace": "ns"}})),
+            Stage.VALIDATE,
+            "does not match",
+        ),
+        (
+            "bad key",
+            "Nothing/x",
+            orjson.dumps(event("placement.applied", {"metadata": {"name": "p", "namespace": "ns"}})),
+            Stage.VALIDATE,
+            "subject kind",
+        ),
+        (
+            "missing key",
+            None,
+            orjson.dumps(event("placement.applied", {"metadata": {"name": "p", "namespace": "ns"}})),
+            Stage.VALIDATE,
+            "key",
+        ),
+    ],
+)
+def test_bad_records_are_dead_lettered_and_the_next_record_is_processed(
+    runtime: Runtime, name: str, key: str | None, raw: bytes, stage: str, message: str
+) -> None:
+    bad = record(TopicRole.SUBMISSIONS, key, None, raw=raw)
+    out = runtime.process([bad, cluster("c1", "gpu"), placement("good", "gpu")], T0)
+    letters = [o for o in out if o.topic is TopicRole.DEAD_LETTER]
+    assert len(letters) == 1, name
+    headers = dict(letters[0].headers)
+    assert letters[0].value == raw and letters[0].key == bad.key
+    assert headers["__connect.errors.stage"].decode() == stage
+    assert message in headers["__connect.errors.exception.message"].decode()
+    assert headers["__connect.errors.offset"].decode() == str(bad.offset)
+    assert headers["__connect.errors.topic"].decode() == "submissions"
+    assert letters[0].partition == 0
+    assert decided(out) == [("good", 1)]
+
+
+def test_inventory_dead_letters_are_bound_to_no_task_and_can_be_switched_off(engine: CountingEngine) -> None:
+    bad = record(TopicRole.CLUSTER_STATUS, "ManagedCluster/c1", None, raw=b"\xff")
+    assert [o.partition for o in Runtime([engine]).process([bad], T0)] == [None]
+    assert Runtime([engine], dead_letter_inventory=False).process([bad], T0) == []
+
+
+def test_output_ids_are_deterministic_per_input(engine: CountingEngine) -> None:
+    def run() -> list[bytes | None]:
+        _offsets.clear()
+        return [o.value for o in Runtime([CountingEngine()]).process([cluster("c", "a"), placement("p", "a")], T0)]
+
+    assert run() == run()

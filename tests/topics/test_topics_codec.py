@@ -1,0 +1,128 @@
+"""The wire contract: type names and versions, envelope validation, encode/decode round trips, schemas."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from topics.codec import decode_event, encode_event
+from topics.errors import DecodeError, SchemaError, UnknownEventTypeError
+from topics.events import EVENT_KINDS, parse_type
+from topics.names import TOPIC_SPECS, TopicRole
+from topics.queue import ApplicationPlaced, ApplicationSubmitted
+
+
+@pytest.mark.parametrize(
+    ("wire", "name", "version"),
+    [
+        ("placement.applied.v1", "placement.applied", 1),
+        ("io.example.placement.applied.v1", "placement.applied", 1),
+        ("cluster.taints.updated.v1", "cluster.taints.updated", 1),
+        ("managedclustersetbinding.deleted.v1", "managedclustersetbinding.deleted", 1),
+    ],
+)
+def test_wire_types_resolve_to_catalogue_entries(wire: str, name: str, version: int) -> None:
+    kind, parsed_version = parse_type(wire)
+    assert (kind.name, parsed_version) == (name, version)
+
+
+@pytest.mark.parametrize(
+    ("wire", "message"),
+    [
+        ("placement.applied", "no version suffix"),
+        ("placement.applied.v2", "version v2 unknown"),
+        ("placement.exploded.v1", "unknown event type"),
+        ("", "no version suffix"),
+    ],
+)
+def test_unknown_types_and_versions_are_refused(wire: str, message: str) -> None:
+    with pytest.raises(UnknownEventTypeError, match=message):
+        parse_type(wire)
+
+
+def test_every_catalogue_type_carries_a_version_and_a_topic() -> None:
+    for kind in EVENT_KINDS.values():
+        assert kind.wire_type().endswith(".v1")
+        assert kind.topic in TOPIC_SPECS
+
+
+def test_encode_then_decode_round_trips_camel_case_fields() -> None:
+    data = ApplicationSubmitted(application_id="a1", user="alice", groups=["dev"], tags={"k": "v"})
+    raw = encode_event(
+        kind_name="application.submitted",
+        data=data,
+        subject="Application/default",
+        event_id="e1",
+        time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    wire = orjson.loads(raw)
+    assert wire["type"] == "application.submitted.v1"
+    assert wire["time"] == "2026-01-01T00:00:00Z"
+    assert wire["subject"] == wire["partitionkey"] == "Application/default"
+    assert wire["data"]["applicationId"] == "a1"
+    decoded = decode_event(raw, TopicRole.SUBMISSIONS)
+    assert decoded.data == data
+
+
+def test_encode_refuses_data_of_another_type() -> None:
+    wrong = ApplicationSubmitted(application_id="a1")
+    with pytest.raises(TypeError, match="ApplicationPlaced"):
+        encode_event(kind_name="application.placed", data=wrong, subject="s", event_id="e", time=datetime.now(UTC))
+    ok = ApplicationPlaced(application_id="a", partition="default", queue="root.q", rule="fixed", created=False)
+    assert encode_event(kind_name="application.placed", data=ok, subject="s", event_id="e", time=datetime.now(UTC))
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (b"\x00\x01", DecodeError, "not JSON"),
+        (b'"text"', DecodeError, "expected a CloudEvent"),
+        (
+            b'{"specversion": "0.3", "id": "1", "source": "/s", "type": "placement.applied.v1"}',
+            SchemaError,
+            "specversion",
+        ),
+        (
+            b'{"specversion": "1.0", "id": "1", "source": "/s", "type": "application.submitted.v1", '
+            b'"data": {"applicationId": "a", "surprise": 1}}',
+            SchemaError,
+            "surprise",
+        ),
+        (
+            b'{"specversion": "1.0", "id": "1", "source": "/s", "type": "managedcluster.applied.v1", "data": {}}',
+            SchemaError,
+            "does not belong",
+        ),
+    ],
+)
+def test_decode_errors_say_what_is_wrong(value: bytes, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        decode_event(value, TopicRole.SUBMISSIONS)
+
+
+def test_kubernetes_objects_keep_unknown_fields_users_paste() -> None:
+    raw = orjson.dumps(
+        {
+            "specversion": "1.0",
+            "id": "1",
+            "source": "/s",
+            "type": "managedcluster.applied.v1",
+            "data": {
+                "metadata": {"name": "c1", "uid": "abc", "resourceVersion": "7"},
+                "spec": {"hubAcceptsClient": True},
+            },
+        }
+    )
+    decoded = decode_event(raw, TopicRole.CLUSTER_STATUS)
+    dumped = decoded.data.model_dump(by_alias=True)
+    assert dumped["metadata"]["uid"] == "abc"
+    assert dumped["spec"]["hubAcceptsClient"] is True
+
+
+def test_every_event_type_has_a_json_schema() -> None:
+    for kind in EVENT_KINDS.values():
+        schema = kind.data_model.model_json_schema(by_alias=True, mode="serialization")
+        assert schema["type"] == "object"
+        assert "properties" in schema
