@@ -1,0 +1,186 @@
+"""The queue configuration: load, validate and build every partition's rule set and queue tree (spec A, C-E, L1).
+
+`load_queue_config` is all-or-nothing: it either returns a complete immutable `QueueConfig` or raises
+`QueueConfigError`, so a broken reload can never half-apply (A4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from engine.errors import QueueConfigError
+from engine.queue.acl import NO_ACCESS, Acl, parse_acl
+from engine.queue.filters import build_filter
+from engine.queue.names import ROOT, normalize_partition, parent_path
+from engine.queue.rules import RULE_FACTORIES, PlacementRule, RecoveryRule, RuleOptions, RuleSpec
+from engine.queue.validate import QueueSpec, check_queues, check_rule, check_static_paths, with_root
+from engine.queue.yamlschema import read_config_document
+
+__all__ = ["ConfiguredQueue", "PartitionConfig", "QueueConfig", "build_rule", "load_queue_config"]
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredQueue:
+    """A queue defined in the file, by lower-case path."""
+
+    path: str
+    parent: bool
+    submit_acl: Acl = NO_ACCESS
+    admin_acl: Acl = NO_ACCESS
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionConfig:
+    """One partition: its rule chain (ending with recovery) and its configured queues."""
+
+    name: str
+    rules: tuple[PlacementRule, ...]
+    queues: Mapping[str, ConfiguredQueue]
+    children: Mapping[str, frozenset[str]]
+    """Configured child paths by parent path."""
+
+    def describe_rules(self) -> str:
+        """The effective rule list for the activation log line (O2)."""
+        return "; ".join(f"#{index} {rule.describe()}" for index, rule in enumerate(self.rules))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """A complete, valid configuration file."""
+
+    path: str
+    sha256: str
+    partitions: Mapping[str, PartitionConfig]
+    """By canonical (lower-case) partition name."""
+
+    def partition(self, name: str) -> PartitionConfig | None:
+        """A partition by name, matched as in A7."""
+        return self.partitions.get(normalize_partition(name))
+
+
+def _strings(raw: Any) -> tuple[str, ...]:
+    return tuple(raw) if isinstance(raw, list) else ()
+
+
+def _rule_spec(raw: Mapping[str, Any] | None) -> RuleSpec:
+    raw = raw or {}
+    filter_raw: Mapping[str, Any] = raw.get("filter") or {}
+    parent = raw.get("parent")
+    return RuleSpec(
+        name=raw.get("name", ""),
+        create=raw.get("create", False),
+        value=raw.get("value", ""),
+        filter_type=filter_raw.get("type", ""),
+        filter_users=_strings(filter_raw.get("users")),
+        filter_groups=_strings(filter_raw.get("groups")),
+        parent=None if parent is None else _rule_spec(parent),
+    )
+
+
+def _queue_spec(raw: Mapping[str, Any] | None) -> QueueSpec:
+    raw = raw or {}
+    return QueueSpec(
+        name=raw.get("name", ""),
+        parent=raw.get("parent", False),
+        children=tuple(_queue_spec(child) for child in raw.get("queues") or ()),
+        submit_acl=raw.get("submitacl", ""),
+        admin_acl=raw.get("adminacl", ""),
+    )
+
+
+def build_rule(spec: RuleSpec) -> PlacementRule:
+    """Build one configured rule with its parents (E3-E7).
+
+    Raises:
+        QueueConfigError: an unknown or internal rule name, or bad rule parameters.
+    """
+    name = spec.name.lower()
+    if name == RecoveryRule.NAME:
+        raise QueueConfigError("recovery rule cannot be part of the config, failing placement rule config")
+    factory = RULE_FACTORIES.get(name)
+    if factory is None:
+        raise QueueConfigError(f"unknown rule name specified {spec.name}, failing placement rule config")
+    options = RuleOptions(
+        create=spec.create,
+        filter=build_filter(spec.filter_type, spec.filter_users, spec.filter_groups),
+        parent=None if spec.parent is None else build_rule(spec.parent),
+    )
+    return factory(spec, options)
+
+
+def _collect_queues(spec: QueueSpec, path: str, into: dict[str, ConfiguredQueue]) -> None:
+    into[path] = ConfiguredQueue(path, spec.is_parent, parse_acl(spec.submit_acl), parse_acl(spec.admin_acl))
+    for child in spec.children:
+        _collect_queues(child, f"{path}.{child.name.lower()}", into)
+
+
+def _build_partition(name: str, raw: Mapping[str, Any]) -> PartitionConfig:
+    if raw.get("queues") is None:
+        raise QueueConfigError("queue config is not set")
+    root = with_root([_queue_spec(item) for item in raw["queues"]])
+    check_queues(root)
+    rule_specs = [_rule_spec(item) for item in raw.get("placementrules") or ()]
+    for spec in rule_specs:
+        check_rule(spec)
+    check_static_paths(rule_specs, root)
+    configured = [build_rule(spec) for spec in rule_specs] or [build_rule(RuleSpec("provided"))]
+    queues: dict[str, ConfiguredQueue] = {}
+    _collect_queues(root, ROOT, queues)
+    children: dict[str, set[str]] = {}
+    for path in queues:
+        parent = parent_path(path)
+        if parent is not None:
+            children.setdefault(parent, set()).add(path)
+    resolver = (raw.get("usergroupresolver") or {}).get("type", "")
+    if resolver:
+        _LOG.warning(
+            "partition %s: user group resolver %r is not supported, groups come from submissions", name, resolver
+        )
+    return PartitionConfig(
+        name=name,
+        rules=(*configured, RecoveryRule()),
+        queues=MappingProxyType(queues),
+        children=MappingProxyType({key: frozenset(value) for key, value in children.items()}),
+    )
+
+
+def load_queue_config(text: str, path: str) -> QueueConfig:
+    """Parse, validate and build a whole configuration file.
+
+    Args:
+        text: the file content.
+        path: the file name, kept for events and logs.
+
+    Raises:
+        QueueConfigError: with the error only; callers prefix `invalid queue configuration <file>: `.
+    """
+    document = read_config_document(text)
+    raw_partitions = [item or {} for item in document.get("partitions") or ()]
+    if not raw_partitions:
+        raise QueueConfigError("no partitions defined")
+    seen: set[str] = set()
+    for raw in raw_partitions:
+        written: str = raw.get("name", "")
+        name = normalize_partition(written)
+        if name in seen:
+            shown = "default" if name == "default" else written
+            raise QueueConfigError(f"duplicate partition name found with name {shown}")
+        seen.add(name)
+    partitions = {
+        normalize_partition(raw.get("name", "")): _build_partition(normalize_partition(raw.get("name", "")), raw)
+        for raw in raw_partitions
+    }
+    for partition in partitions.values():
+        _LOG.info("queue configuration %s partition %s rules: %s", path, partition.name, partition.describe_rules())
+    return QueueConfig(
+        path=path,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        partitions=MappingProxyType(partitions),
+    )

@@ -1,0 +1,181 @@
+"""The queue placement engine: one subject `Application/<partition>` per YuniKorn partition (spec A5, A8, B)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from engine.core import Emit, EngineContext, Step
+from engine.errors import InvalidStateError
+from engine.inventory import InventoryChange
+from engine.queue.config import PartitionConfig, QueueConfig
+from engine.queue.names import normalize_partition
+from engine.queue.placement import Placed, PlacementOutcome, Rejected, Submission, place_application
+from engine.queue.state import PartitionState, dump_partition_state, load_partition_state
+from engine.queue.tree import complete_application, reconcile
+from topics.codec import DecodedEvent
+from topics.queue import ApplicationCompleted, ApplicationPlaced, ApplicationRejected, ApplicationSubmitted
+
+__all__ = ["QueueEngine", "apply_config", "complete", "partition_of_key", "place"]
+
+_LOG = logging.getLogger(__name__)
+_SUBMITTED = "application.submitted"
+_COMPLETED = "application.completed"
+
+
+def partition_of_key(key: str) -> str:
+    """The canonical partition name in a subject key `Application/<partition>`."""
+    return normalize_partition(key.partition("/")[2])
+
+
+def _partition_config(config: Any, name: str) -> PartitionConfig | None:
+    return config.partition(name) if isinstance(config, QueueConfig) else None
+
+
+def _keep(state: PartitionState) -> PartitionState | None:
+    """An empty partition state is forgotten rather than stored."""
+    return state if state.applications or state.queues else None
+
+
+def place(
+    config: QueueConfig | None, partition: str, state: PartitionState | None, submission: Submission
+) -> tuple[PartitionState | None, PlacementOutcome]:
+    """Decide one submission without events: the state afterwards and the outcome (A8, B2, B3, G)."""
+    partition_config = _partition_config(config, partition)
+    if partition_config is None:
+        name = normalize_partition(partition)
+        reason = f"Failed to add application {submission.application_id} to partition {name}, partition doesn't exist"
+        return state, Rejected(reason)
+    new_state, outcome = place_application(partition_config, state or PartitionState(), submission)
+    return (_keep(new_state) if isinstance(outcome, Placed) else state), outcome
+
+
+def complete(
+    config: QueueConfig | None, partition: str, state: PartitionState | None, application_id: str
+) -> tuple[PartitionState | None, tuple[str, ...] | None]:
+    """Apply one completion (B4, M): the state afterwards and the deleted queues, None when ignored."""
+    partition_config = _partition_config(config, partition)
+    if partition_config is None or state is None:
+        return state, None
+    done = complete_application(partition_config, state, application_id)
+    if done is None:
+        _LOG.debug("completion of unknown application %s in partition %s ignored", application_id, partition)
+        return state, None
+    new_state, removed = done
+    return _keep(new_state), removed
+
+
+def apply_config(config: QueueConfig, partition: str, state: PartitionState | None) -> PartitionState | None:
+    """Adapt a partition's state to a newly active configuration (A5, N); None when the partition is gone."""
+    partition_config = config.partition(partition)
+    if partition_config is None:
+        return None
+    if state is None:
+        return None
+    new_state, removed = reconcile(partition_config, state)
+    if removed:
+        _LOG.info("partition %s: removed empty draining queues %s", partition_config.name, ", ".join(removed))
+    return _keep(new_state)
+
+
+class QueueEngine:
+    """YuniKorn queue placement as a subject engine; every submission is decided at once."""
+
+    KIND: ClassVar[str] = "Application"
+    EVENTS: ClassVar[frozenset[str]] = frozenset({_SUBMITTED, _COMPLETED})
+
+    def on_event(
+        self, key: str, state: PartitionState | None, event: DecodedEvent, ctx: EngineContext
+    ) -> Step[PartitionState]:
+        """Place a submission (one result event each) or apply a completion (no event)."""
+        data = event.data
+        key_partition = partition_of_key(key)
+        if isinstance(data, ApplicationSubmitted):
+            return self._submitted(key, key_partition, state, data, ctx)
+        if isinstance(data, ApplicationCompleted):
+            if normalize_partition(data.partition) != key_partition:
+                _LOG.warning(
+                    "completion of %s names partition %s but key is %s", data.application_id, data.partition, key
+                )
+                return Step(state)
+            new_state, _ = complete(ctx.queue_config, key_partition, state, data.application_id)
+            return Step(new_state)
+        return Step(state)
+
+    def _submitted(
+        self,
+        key: str,
+        key_partition: str,
+        state: PartitionState | None,
+        data: ApplicationSubmitted,
+        ctx: EngineContext,
+    ) -> Step[PartitionState]:
+        partition = normalize_partition(data.partition)
+        if partition != key_partition:
+            reason = (
+                f"application {data.application_id} names partition {partition} "
+                f"but was submitted under key {key} (partition {key_partition})"
+            )
+            outcome: PlacementOutcome = Rejected(reason)
+        else:
+            submission = Submission(data.application_id, data.user, tuple(data.groups), data.queue, data.tags)
+            state, outcome = place(ctx.queue_config, partition, state, submission)
+        if isinstance(outcome, Placed):
+            placed = ApplicationPlaced(
+                application_id=data.application_id,
+                partition=partition,
+                queue=outcome.queue,
+                rule=outcome.rule,
+                created=outcome.created,
+            )
+            return Step(state, (Emit("application.placed", placed),))
+        rejected = ApplicationRejected(application_id=data.application_id, partition=partition, reason=outcome.reason)
+        return Step(state, (Emit("application.rejected", rejected),))
+
+    def on_deleted(self, key: str, state: PartitionState | None, ctx: EngineContext) -> Step[PartitionState]:
+        """A tombstone on the submissions topic changes nothing: completions remove applications."""
+        return Step(state)
+
+    def decide(self, key: str, state: PartitionState, ctx: EngineContext) -> Step[PartitionState]:
+        """Decisions are made per event, so there is nothing to re-decide."""
+        return Step(state)
+
+    def on_timer(self, key: str, state: PartitionState, ctx: EngineContext) -> Step[PartitionState]:
+        """No timers: cleanup is synchronous with completions (M4)."""
+        return Step(state)
+
+    def next_due(self, state: PartitionState) -> datetime | None:
+        """No timers."""
+        return None
+
+    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
+        """Queue placement does not read the inventory."""
+        return ()
+
+    def on_config(self, key: str, state: PartitionState, ctx: EngineContext) -> Step[PartitionState]:
+        """Spec A5/N: a dropped partition forgets its subject; otherwise the queue tree follows the file."""
+        if not isinstance(ctx.queue_config, QueueConfig):
+            return Step(state)
+        return Step(apply_config(ctx.queue_config, partition_of_key(key), state))
+
+    def track(self, key: str, state: PartitionState | None) -> None:
+        """No indexes to keep."""
+
+    def dump_state(self, state: PartitionState) -> dict[str, Any]:
+        """The state as JSON (see `dump_partition_state`)."""
+        return dump_partition_state(state)
+
+    def load_state(self, raw: Mapping[str, Any]) -> PartitionState:
+        """Rebuild state from `dump_state` output.
+
+        Raises:
+            InvalidStateError: the value is not a dumped partition state.
+        """
+        try:
+            return load_partition_state(raw)
+        except InvalidStateError:
+            raise
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise InvalidStateError(f"queue state cannot be read: {exc}") from exc
