@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -116,4 +116,13 @@ class SubjectEngine(Protocol[S]):
 
     def load_state(self, raw: Mapping[str, Any]) -> S:
         """Rebuild state from `dump_state` output; raise engine.errors.InvalidStateError if unreadable."""
+        ...
+
+
+@runtime_checkable
+class ExplainingEngine(Protocol):
+    """An engine that can say how it reached a subject's decision (OCM's debug view for placements)."""
+
+    def explain(self, key: str, state: Any, ctx: EngineContext) -> dict[str, Any]:
+        """Explain data of one subject against the current inputs; pure, publishes nothing."""
         ...

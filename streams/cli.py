@@ -36,8 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--advisor-timeout", type=float, help="seconds an advisor round waits (default 30)")
 
-    explain = sub.add_parser("explain", help="replay FILE, then print how one placement was decided")
-    explain.add_argument("file")
+    explain = sub.add_parser(
+        "explain", help="how one placement was decided: after replaying FILE, or from a running processor (--url)"
+    )
+    source = explain.add_mutually_exclusive_group(required=True)
+    source.add_argument("file", nargs="?", help="a replay input (JSONL, or - for stdin)")
+    source.add_argument("--url", help="a running processor's HTTP address, e.g. http://localhost:8080")
     explain.add_argument("--placement", required=True, metavar="NS/NAME")
     explain.add_argument("--queue-config", type=Path)
 
@@ -133,23 +137,42 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from engine.cluster import explain_placement
+    key = f"Placement/{args.placement}"
+    report = _explain_remote(args.url, key) if args.url else _explain_replayed(args, key)
+    if report is None:
+        where = args.url or args.file
+        print(f"placement {args.placement} is not known to {where}", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    return 0
+
+
+def _explain_replayed(args: argparse.Namespace, key: str) -> dict[str, Any] | None:
     from streams.replay import Replayer
     from streams.settings import load_settings
 
-    key = f"Placement/{args.placement}"
-    settings = load_settings(explain=[key])
-    replayer = Replayer(settings, _Discard(), queue_config=args.queue_config)
+    replayer = Replayer(load_settings(explain=[key]), _Discard(), queue_config=args.queue_config)
     with _lines(args.file) as lines:
         replayer.run(lines)
-    state = replayer.runtime.states.get(key)
-    if state is None:
-        print(f"placement {args.placement} is not in {args.file}", file=sys.stderr)
-        return 1
-    now = replayer.now
-    report = explain_placement(key, state, replayer.runtime.context(now))
-    sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    return 0
+    return replayer.runtime.explain(key, replayer.now)
+
+
+def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
+    """The processor that owns the placement answers; another instance answers 404."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10) as response:
+            loaded: dict[str, Any] = orjson.loads(response.read())
+            return loaded
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise ServiceError(f"{url}: HTTP {exc.code}") from exc
+    except urllib.error.URLError as exc:
+        raise ServiceError(f"{url}: {exc.reason}") from exc
 
 
 def _schemas(args: argparse.Namespace) -> int:

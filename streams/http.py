@@ -1,10 +1,13 @@
-"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez) and /readyz."""
+"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
 
+import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.metrics import Metrics
@@ -15,8 +18,15 @@ __all__ = ["HealthServer"]
 class HealthServer:
     """Serves probes and metrics; `alive` and `ready` are read at request time."""
 
-    def __init__(self, metrics: Metrics, alive: Callable[[], bool], ready: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        alive: Callable[[], bool],
+        ready: Callable[[], bool],
+        explain: Callable[[str], dict[str, Any] | None] | None = None,
+    ) -> None:
         self._metrics = metrics
+        self._explain = explain
         self._alive = alive
         self._ready = ready
         self._server: asyncio.Server | None = None
@@ -55,6 +65,11 @@ class HealthServer:
     def _route(self, path: str) -> tuple[str, bytes, str]:
         if path == "/metrics":
             return "200 OK", generate_latest(self._metrics.registry), CONTENT_TYPE_LATEST
+        if path.startswith("/explain/") and self._explain is not None:
+            report = self._explain(unquote(path.removeprefix("/explain/")))
+            if report is None:
+                return "404 Not Found", b"no such subject on this instance\n", "text/plain"
+            return "200 OK", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", "application/json"
         if path in ("/healthz", "/livez"):
             ok = self._alive()
         elif path == "/readyz":

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.queue.config import load_queue_config
-
 from engine.errors import QueueConfigError
+from engine.queue.config import load_queue_config
 from streams.errors import ServiceError
 
 __all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload"]

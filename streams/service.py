@@ -49,7 +49,9 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self._processor = processor
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        """Every batch is committed before the next poll, so nothing is open when partitions go."""
+        """Wait for the batch in flight: its transaction commits before the partitions go."""
+        async with self._processor.batch_lock:
+            pass
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         await self._processor.take_assignment(assigned)
@@ -68,12 +70,18 @@ class Processor:
         self._roles = settings.topics.roles()
         self._subject_topics = [self._names.submissions, self._names.advisor_recommendations]
         self._stop = asyncio.Event()
+        self.batch_lock = asyncio.Lock()
+        """Held while a batch or an assignment change runs: aiokafka calls the rebalance listener from its
+        coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
         self._tables_ready = False
         self._assigned_once = False
         self._alive = True
         self.partitions = settings.kafka.task_partitions
         self.runtime: Runtime | None = None
         self.http_port: int | None = None
+        self.batches_done = 0
+        self.records_done = 0
+        """Batches processed and committed; lets tests and benchmarks wait for progress."""
         self._queue_file = QueueConfigFile(settings.queue_config) if settings.queue_config else None
         self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
         kafka = settings.kafka
@@ -102,7 +110,7 @@ class Processor:
     async def run(self) -> None:
         """Set up, catch up, join the group and process until stopped."""
         kafka = self.settings.kafka
-        http = HealthServer(self.metrics, lambda: self._alive, lambda: self.ready)
+        http = HealthServer(self.metrics, lambda: self._alive, lambda: self.ready, self._explain)
         try:
             counts = await self._setup_topics()
             self.partitions = counts[self._names.submissions]
@@ -188,6 +196,10 @@ class Processor:
     # --- assignment and restore -------------------------------------------------------------------
     async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
         """Keep tasks that stay, drop the ones that went, start and restore the new ones."""
+        async with self.batch_lock:
+            await self._reassign(assigned)
+
+    async def _reassign(self, assigned: Iterable[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         runtime = self._require_runtime()
@@ -256,11 +268,14 @@ class Processor:
             if self._stop.is_set() and subjects:
                 # not processed: the offsets stay uncommitted and the next owner reads them again
                 break
-            await self._handle(inventory, subjects)
             clock = time.monotonic()
-            if self._queue_file is not None and clock >= next_reload:
-                next_reload = clock + self.settings.queue_config_poll_seconds
-                await self._reload_queue_config()
+            async with self.batch_lock:
+                # a rebalance may have taken partitions since the poll: their records belong to the new owner
+                owned = self._tasks.owned
+                await self._handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
+                if self._queue_file is not None and clock >= next_reload:
+                    next_reload = clock + self.settings.queue_config_poll_seconds
+                    await self._reload_queue_config()
             if clock >= next_lag:
                 next_lag = clock + 1.0
                 await self._update_lag(consumer)
@@ -286,6 +301,9 @@ class Processor:
             for record in batch:
                 self.metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
         self.metrics.subjects.set(len(runtime.states))
+        if records:
+            self.batches_done += 1
+            self.records_done += len(records)
 
     def _inputs(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> list[InputRecord]:
         return [
@@ -371,6 +389,10 @@ class Processor:
                 continue
             position = await consumer.position(tp)
             self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - position))
+
+    def _explain(self, key: str) -> dict[str, Any] | None:
+        runtime = self.runtime
+        return None if runtime is None else runtime.explain(key, _utcnow())
 
     # --- helpers ----------------------------------------------------------------------------------
     def _require_runtime(self) -> Runtime:

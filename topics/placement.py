@@ -1,6 +1,8 @@
 """OCM Placement (v1beta1) in, `placement.decided` out.
 
-The spec is kept as upstream JSON; the cluster engine reads and defaults it.
+The spec models carry the CRD defaults (cluster spec A2) so the engine never re-applies them; every model
+accepts unknown fields so a Placement copied from a cluster validates as it is. Decision pages and groups are
+TypedDicts: they are built in bulk by the engine and must stay cheap (no per-cluster model objects).
 """
 
 from __future__ import annotations
@@ -8,12 +10,142 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictInt, StrictStr
+from typing_extensions import TypedDict
 
 from topics.base import EventData, KubeObject
-from topics.k8s import Condition, ObjectMeta
+from topics.k8s import Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta
 
-__all__ = ["Placement", "PlacementDecided"]
+__all__ = [
+    "AddOnScoreCoordinate",
+    "CelSelector",
+    "ClusterClaimSelector",
+    "ClusterDecision",
+    "ClusterPredicate",
+    "ClusterSelector",
+    "DecisionGroup",
+    "DecisionGroupStatus",
+    "DecisionStrategy",
+    "GroupClusterSelector",
+    "GroupStrategy",
+    "PageMetadata",
+    "PageStatus",
+    "Placement",
+    "PlacementDecided",
+    "PlacementDecisionPage",
+    "PlacementSpec",
+    "PrioritizerConfig",
+    "PrioritizerExplain",
+    "PrioritizerPolicy",
+    "ScoreCoordinate",
+    "Toleration",
+    "WarningInfo",
+]
+
+
+class ClusterClaimSelector(KubeObject):
+    """Selects clusters by `status.clusterClaims`; expressions only, as upstream."""
+
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class CelSelector(KubeObject):
+    """CEL expressions over `managedCluster`; all must be true."""
+
+    cel_expressions: list[str] = Field(default_factory=list)
+
+
+class ClusterSelector(KubeObject):
+    """One `requiredClusterSelector`: label AND claim AND CEL."""
+
+    label_selector: LabelSelector | None = None
+    claim_selector: ClusterClaimSelector | None = None
+    cel_selector: CelSelector | None = None
+
+
+class ClusterPredicate(KubeObject):
+    """One predicate; predicates are ORed."""
+
+    required_cluster_selector: ClusterSelector = Field(default_factory=ClusterSelector)
+
+
+class AddOnScoreCoordinate(KubeObject):
+    """Names an AddOnPlacementScore resource and one score in it."""
+
+    resource_name: str = ""
+    score_name: str = ""
+
+
+class ScoreCoordinate(KubeObject):
+    """`BuiltIn` (default) or `AddOn`."""
+
+    type: str = "BuiltIn"
+    built_in: str = ""
+    add_on: AddOnScoreCoordinate | None = None
+
+
+class PrioritizerConfig(KubeObject):
+    """One prioritizer configuration; weight defaults to 1 (CRD)."""
+
+    score_coordinate: ScoreCoordinate | None = None
+    weight: int = 1
+
+
+class PrioritizerPolicy(KubeObject):
+    """`Additive` (default) overlays the defaults, `Exact` uses only the configurations."""
+
+    mode: str = "Additive"
+    configurations: list[PrioritizerConfig] = Field(default_factory=list)
+
+
+class Toleration(KubeObject):
+    """A toleration; operator defaults to `Equal` (CRD)."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class GroupClusterSelector(KubeObject):
+    """Selects the clusters of a predefined decision group (label AND claim; CEL is not used)."""
+
+    label_selector: LabelSelector | None = None
+    claim_selector: ClusterClaimSelector | None = None
+    cel_selector: CelSelector | None = None
+
+
+class DecisionGroup(KubeObject):
+    """A predefined decision group."""
+
+    group_name: str = ""
+    group_cluster_selector: GroupClusterSelector = Field(default_factory=GroupClusterSelector)
+
+
+class GroupStrategy(KubeObject):
+    """How selected clusters are split into decision groups."""
+
+    decision_groups: list[DecisionGroup] = Field(default_factory=list)
+    clusters_per_decision_group: StrictInt | StrictStr = "100%"
+
+
+class DecisionStrategy(KubeObject):
+    """Wraps the group strategy, as upstream."""
+
+    group_strategy: GroupStrategy = Field(default_factory=GroupStrategy)
+
+
+class PlacementSpec(KubeObject):
+    """Placement spec; `spreadPolicy`, `sortBy` and `scoreRateLimit` are accepted and ignored (spec M)."""
+
+    cluster_sets: list[str] = Field(default_factory=list)
+    number_of_clusters: int | None = None
+    predicates: list[ClusterPredicate] = Field(default_factory=list)
+    prioritizer_policy: PrioritizerPolicy = Field(default_factory=PrioritizerPolicy)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    decision_strategy: DecisionStrategy = Field(default_factory=DecisionStrategy)
+    spread_policy: dict[str, Any] | None = None
 
 
 class Placement(KubeObject):
@@ -22,7 +154,61 @@ class Placement(KubeObject):
     api_version: str = "cluster.open-cluster-management.io/v1beta1"
     kind: str = "Placement"
     metadata: ObjectMeta
-    spec: dict[str, Any] = Field(default_factory=dict)
+    spec: PlacementSpec = Field(default_factory=PlacementSpec)
+
+
+class ClusterDecision(TypedDict):
+    """One decided cluster; `reason` is always empty, as upstream."""
+
+    clusterName: str
+    reason: str
+
+
+class PageMetadata(TypedDict):
+    """Name, namespace and the three upstream labels of a page."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+
+
+class PageStatus(TypedDict):
+    """The clusters of one page."""
+
+    decisions: list[ClusterDecision]
+
+
+class PlacementDecisionPage(TypedDict):
+    """One PlacementDecision object (at most 100 clusters)."""
+
+    apiVersion: str
+    kind: str
+    metadata: PageMetadata
+    status: PageStatus
+
+
+class DecisionGroupStatus(TypedDict):
+    """`status.decisionGroups[]` of the Placement."""
+
+    decisionGroupIndex: int
+    decisionGroupName: str
+    decisions: list[str]
+    clustersCount: int
+
+
+class PrioritizerExplain(TypedDict):
+    """Explain data of one prioritizer: its weight and raw (unweighted) scores."""
+
+    name: str
+    weight: int
+    scores: dict[str, int]
+
+
+class WarningInfo(TypedDict):
+    """A final Warning status (only the AddOn prioritizer produces one)."""
+
+    plugin: str
+    message: str
 
 
 class PlacementDecided(EventData):
@@ -32,10 +218,14 @@ class PlacementDecided(EventData):
     name: str
     generation: int = 0
     evaluation_time: datetime | None = None
-    placement_decisions: list[dict[str, Any]] = Field(default_factory=list)
-    decision_groups: list[dict[str, Any]] = Field(default_factory=list)
+    placement_decisions: list[PlacementDecisionPage] = Field(default_factory=list)
+    decision_groups: list[DecisionGroupStatus] = Field(default_factory=list)
     number_of_selected_clusters: int = 0
     conditions: list[Condition] = Field(default_factory=list)
     scores: dict[str, int] = Field(default_factory=dict)
-    warning: dict[str, str] | None = None
+    warning: WarningInfo | None = None
     deleted: bool = False
+    prioritizers: list[PrioritizerExplain] | None = None
+    """Explain only (spec K4): each enabled prioritizer in order, with its raw scores."""
+    filtered_by: dict[str, str] | None = None
+    """Explain only (spec K4): available cluster -> the filter that removed it."""

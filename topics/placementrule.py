@@ -1,22 +1,96 @@
-"""Hybrid PlacementRule in; advisor requests and recommendations; `placementrule.decided` out."""
+"""Hybrid PlacementRule in; advisor requests and recommendations; `placementrule.decided` out.
+
+The rule's spec keeps what the user sent: unset fields stay None and the engine applies the defaults (hybrid spec
+A1), so a rule pasted with the documentation's empty keys (`decisionWeight:`) validates as it is.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field
 
 from topics.base import EventData, KubeObject
-from topics.k8s import ObjectMeta, ObjectReference
+from topics.k8s import LabelSelector, ObjectMeta, ObjectReference
 
 __all__ = [
+    "DEFAULT_ADVISOR_WEIGHT",
+    "DEFAULT_DECISION_WEIGHT",
+    "DEFAULT_SCORE",
+    "PREDICATE",
+    "PRIORITY",
+    "AdvisorRequest",
+    "AdvisorSpec",
+    "CandidateRating",
     "CandidatesProposed",
     "PlacementRule",
     "PlacementRuleDecided",
+    "PlacementRuleObjectStatus",
+    "PlacementRuleSpec",
+    "PlacementRuleStatus",
     "RecommendationEntry",
     "RecommendationPosted",
+    "Reduction",
     "RuleRef",
 ]
+
+PREDICATE = "predicate"
+PRIORITY = "priority"
+DEFAULT_ADVISOR_WEIGHT = 100
+DEFAULT_DECISION_WEIGHT = 100
+DEFAULT_SCORE = 100
+
+
+class AdvisorSpec(KubeObject):
+    """One `spec.advisors` entry; `rules` is opaque to the engine and passed on to the advisor."""
+
+    name: str = Field(min_length=1)
+    type: str | None = None
+    weight: int | None = None
+    rules: Any = None
+
+    @property
+    def effective_type(self) -> str:
+        """`priority` when unset (A1)."""
+        return PRIORITY if self.type is None else self.type
+
+    @property
+    def effective_weight(self) -> int:
+        """100 when unset (A1)."""
+        return DEFAULT_ADVISOR_WEIGHT if self.weight is None else self.weight
+
+
+class PlacementRuleSpec(KubeObject):
+    """`spec` of a hybrid PlacementRule (upstream field names; unknown fields are kept)."""
+
+    deployer_type: str | None = None
+    targets: list[ObjectReference] | None = None
+    target_labels: LabelSelector | None = None
+    decision_weight: int | None = None
+    replicas: int | None = None
+    advisors: list[AdvisorSpec] | None = None
+
+    @property
+    def effective_decision_weight(self) -> int:
+        """100 when unset (A1)."""
+        return DEFAULT_DECISION_WEIGHT if self.decision_weight is None else self.decision_weight
+
+    @property
+    def advisor_list(self) -> list[AdvisorSpec]:
+        """The advisors, empty when unset."""
+        return list(self.advisors or ())
+
+    @property
+    def advisor_names(self) -> list[str]:
+        """Distinct advisor names in spec order: who must answer each round (A2, F1)."""
+        return list(dict.fromkeys(a.name for a in self.advisors or ()))
+
+
+class PlacementRuleObjectStatus(KubeObject):
+    """The part of a pasted rule's `status` the engine reads: decisions a previous controller made."""
+
+    decisions: list[ObjectReference] | None = None
 
 
 class PlacementRule(KubeObject):
@@ -25,7 +99,8 @@ class PlacementRule(KubeObject):
     api_version: str = "core.hybridapp.io/v1alpha1"
     kind: str = "PlacementRule"
     metadata: ObjectMeta
-    spec: dict[str, Any] = Field(default_factory=dict)
+    spec: PlacementRuleSpec = Field(default_factory=PlacementRuleSpec)
+    status: PlacementRuleObjectStatus | None = None
 
 
 class RuleRef(EventData):
@@ -36,11 +111,16 @@ class RuleRef(EventData):
 
 
 class RecommendationEntry(EventData):
-    """One candidate an advisor accepts or rates; `score` 0..100, unset means 100."""
+    """One candidate an advisor accepts or rates; `score` 0..100, unset means 100.
 
+    `apiVersion` and `uid` are accepted so an advisor can echo a candidate reference; the engine ignores them (B8).
+    """
+
+    api_version: str | None = None
     kind: str | None = None
     namespace: str | None = None
     name: str
+    uid: str | None = None
     score: int | None = Field(default=None, ge=0, le=100)
 
 
@@ -53,18 +133,67 @@ class RecommendationPosted(EventData):
     recommendations: list[RecommendationEntry] = Field(default_factory=list)
 
 
+class CandidateRating(EventData):
+    """One candidate's rating in a rating round; `hundredths` is the exact value compared (100 × rating, H3)."""
+
+    candidate: ObjectReference
+    rating: float
+    hundredths: int
+
+
+class Reduction(EventData):
+    """One elimination step (H6): a predicate round (`reason: predicate`) or a rating round with every rating.
+
+    `forced` marks eliminations made by forced finalisation at the deadline (I2); they belong to `round`.
+    """
+
+    round: int
+    reason: str
+    removed: list[ObjectReference] = Field(default_factory=list)
+    ratings: list[CandidateRating] = Field(default_factory=list)
+    forced: bool = False
+
+
+class PlacementRuleStatus(EventData):
+    """The rule's status (A4) as carried by a candidates publication."""
+
+    observed_generation: int | None = None
+    last_update_time: datetime | None = None
+    round: int = 0
+    candidates: list[ObjectReference] = Field(default_factory=list)
+    eliminators: list[ObjectReference] = Field(default_factory=list)
+    recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
+    decisions: list[ObjectReference] = Field(default_factory=list)
+    reductions: list[Reduction] = Field(default_factory=list)
+
+
+class AdvisorRequest(EventData):
+    """One `spec.advisors` entry as an advisor sees it (with the engine's defaults applied)."""
+
+    name: str
+    type: str
+    weight: int
+    rules: Any = None
+
+
 class CandidatesProposed(EventData):
-    """A new round: the candidates the named advisors are asked about."""
+    """A new round: the candidates the named advisors are asked about.
+
+    `advisors` lists each name that must answer once; `advisorSpecs` keeps every entry (a name may repeat, A2);
+    `advisorRules` maps a name to the rules of its first entry that has rules.
+    """
 
     rule: RuleRef
     round: int
     advisors: list[str]
     candidates: list[ObjectReference]
     advisor_rules: dict[str, Any] = Field(default_factory=dict)
+    advisor_specs: list[AdvisorRequest] = Field(default_factory=list)
+    status: PlacementRuleStatus | None = None
 
 
 class PlacementRuleDecided(EventData):
-    """The rule's decisions and its status snapshot."""
+    """The rule's decisions and its status snapshot; `deleted` marks the last event of a deleted rule."""
 
     namespace: str
     name: str
@@ -74,3 +203,7 @@ class PlacementRuleDecided(EventData):
     eliminators: list[ObjectReference] = Field(default_factory=list)
     round: int = 0
     deleted: bool = False
+    observed_generation: int | None = None
+    last_update_time: datetime | None = None
+    recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
+    reductions: list[Reduction] = Field(default_factory=list)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from engine.core import Emit, EngineContext, EngineSettings, Step, SubjectEngine
+from engine.core import Emit, EngineContext, EngineSettings, ExplainingEngine, Step, SubjectEngine
 from engine.errors import EngineError, InvalidStateError, RoutingError
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from engine.inventory.store import TAINTS_KIND
@@ -78,6 +78,14 @@ class Runtime:
     def engine_for(self, key: str) -> SubjectEngine[Any]:
         """The engine owning a subject key."""
         return self._engines[subject_kind(key)]
+
+    def explain(self, key: str, now: datetime) -> dict[str, Any] | None:
+        """How a subject's decision comes about at `now`; None for unknown subjects or engines without explain."""
+        state = self.states.get(key)
+        engine = self._engines.get(subject_kind(key))
+        if state is None or not isinstance(engine, ExplainingEngine):
+            return None
+        return engine.explain(key, state, self.context(now))
 
     def next_timer(self) -> datetime | None:
         """The earliest pending timer instant, if any."""

@@ -1,0 +1,1 @@
+"""Benchmark scripts: each prints figures (throughput, latency percentiles, peak memory); none asserts."""

@@ -1,0 +1,46 @@
+"""Shared benchmark plumbing: a broker to measure against, percentiles, peak memory, printing."""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from localbroker.testing import running_broker
+
+__all__ = ["kafka_broker", "peak_rss_mib", "percentiles", "print_figures"]
+
+
+@asynccontextmanager
+async def kafka_broker() -> AsyncIterator[str]:
+    """KAFKA_BOOTSTRAP_SERVERS when set, else a throwaway local broker (started and stopped here)."""
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
+        async with running_broker(Path(data_dir)) as bootstrap:
+            yield bootstrap
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, str]:
+    """p50/p90/p99/max of durations in seconds, formatted in milliseconds."""
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {name: f"{at(q) * 1000:.2f} ms" for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))}
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def print_figures(title: str, figures: dict[str, float | str]) -> None:
+    """One figure per line, aligned, so a note can quote them."""
+    print(f"# {title}")
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        print(f"{key.ljust(width)}  {value}")

@@ -1,0 +1,301 @@
+"""CEL functions cel-python lacks, written as celpy custom functions (spec C12).
+
+cel-python provides standard CEL and its macros. The cel-go strings extension, the Kubernetes regex
+(`find`, `findAll`) and semver libraries, and OCM's `parseJSON()` are implemented here. A function raising
+ValueError or TypeError becomes a CEL runtime error, which the Predicate filter reads as "no match".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import total_ordering
+from typing import Any
+
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+
+__all__ = ["EXTENSION_FUNCTIONS", "Semver"]
+
+_SEMVER = re.compile(
+    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
+)
+
+
+@total_ordering
+class Semver:
+    """A parsed semantic version; ordering follows semver 2.0 (build metadata ignored)."""
+
+    __slots__ = ("major", "minor", "patch", "pre")
+
+    def __init__(self, text: str) -> None:
+        match = _SEMVER.match(text)
+        if match is None:
+            raise ValueError(f"invalid semver: {text}")
+        self.major, self.minor, self.patch = int(match[1]), int(match[2]), int(match[3])
+        self.pre: tuple[str, ...] = tuple(match[4].split(".")) if match[4] else ()
+
+    def _key(self) -> tuple[Any, ...]:
+        pre: tuple[Any, ...] = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
+        return (self.major, self.minor, self.patch, 0 if pre else 1, pre)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Semver) and self._key() == other._key()
+
+    def __lt__(self, other: Semver) -> bool:
+        return self._key() < other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def _normalize(text: str) -> str:
+    """The semver library's normalisation: optional `v`, missing minor/patch, leading zeros."""
+    text = text.removeprefix("v")
+    core, sep, rest = text.partition("-") if "-" in text else text.partition("+")
+    parts = core.split(".")
+    if len(parts) > 3 or not all(p.isdigit() for p in parts):
+        return text
+    parts = [str(int(p)) for p in parts] + ["0"] * (3 - len(parts))
+    return ".".join(parts) + sep + rest
+
+
+def cel_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> Semver:
+    """`semver(s)` / `semver(s, normalize)`; a bad string is a runtime error."""
+    return Semver(_normalize(str(text)) if normalize else str(text))
+
+
+def cel_is_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> celtypes.BoolType:
+    """`isSemver(s)` / `isSemver(s, normalize)`."""
+    try:
+        cel_semver(text, normalize)
+    except ValueError:
+        return celtypes.BoolType(False)
+    return celtypes.BoolType(True)
+
+
+def _semver(value: Any) -> Semver:
+    if not isinstance(value, Semver):
+        raise TypeError("not a semver")
+    return value
+
+
+def cel_is_greater_than(a: Semver, b: Semver) -> celtypes.BoolType:
+    """`a.isGreaterThan(b)`."""
+    return celtypes.BoolType(_semver(a) > _semver(b))
+
+
+def cel_is_less_than(a: Semver, b: Semver) -> celtypes.BoolType:
+    """`a.isLessThan(b)`."""
+    return celtypes.BoolType(_semver(a) < _semver(b))
+
+
+def cel_compare_to(a: Semver, b: Semver) -> celtypes.IntType:
+    """`a.compareTo(b)`: -1, 0 or 1."""
+    left, right = _semver(a), _semver(b)
+    return celtypes.IntType((left > right) - (left < right))
+
+
+def cel_major(a: Semver) -> celtypes.IntType:
+    """`v.major()`."""
+    return celtypes.IntType(_semver(a).major)
+
+
+def cel_minor(a: Semver) -> celtypes.IntType:
+    """`v.minor()`."""
+    return celtypes.IntType(_semver(a).minor)
+
+
+def cel_patch(a: Semver) -> celtypes.IntType:
+    """`v.patch()`."""
+    return celtypes.IntType(_semver(a).patch)
+
+
+def _floats(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, list):
+        return [_floats(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _floats(v) for k, v in value.items()}
+    return value
+
+
+def cel_parse_json(text: celtypes.StringType) -> Any:
+    """OCM `s.parseJSON()`: JSON numbers become doubles, as with protobuf Struct."""
+    if not isinstance(text, str):
+        raise TypeError("parseJSON applies to strings")
+    try:
+        return json_to_cel(_floats(json.loads(str(text))))
+    except json.JSONDecodeError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return str(value)
+
+
+def cel_find(text: Any, pattern: Any) -> celtypes.StringType:
+    """Kubernetes regex `s.find(re)`: the first match, or ""."""
+    match = re.search(_string(pattern), _string(text))
+    return celtypes.StringType(match.group(0) if match else "")
+
+
+def cel_find_all(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
+    """Kubernetes regex `s.findAll(re[, n])`; a negative n means all."""
+    found = [m.group(0) for m in re.finditer(_string(pattern), _string(text))]
+    if limit is not None and int(limit) >= 0:
+        found = found[: int(limit)]
+    return celtypes.ListType([celtypes.StringType(f) for f in found])
+
+
+def cel_char_at(text: Any, index: Any) -> celtypes.StringType:
+    """`s.charAt(i)`: "" at the end, an error beyond it."""
+    s, i = _string(text), int(index)
+    if i < 0 or i > len(s):
+        raise ValueError("index out of range")
+    return celtypes.StringType(s[i : i + 1])
+
+
+def cel_index_of(text: Any, sub: Any, offset: Any = 0) -> celtypes.IntType:
+    """`s.indexOf(sub[, offset])`, in code points."""
+    s, start = _string(text), int(offset)
+    if start < 0 or start > len(s):
+        raise ValueError("index out of range")
+    return celtypes.IntType(s.find(_string(sub), start))
+
+
+def cel_last_index_of(text: Any, sub: Any, offset: Any = None) -> celtypes.IntType:
+    """`s.lastIndexOf(sub[, offset])`: the last match starting at or before offset."""
+    s, needle = _string(text), _string(sub)
+    end = len(s) if offset is None else int(offset)
+    if end < 0 or end > len(s):
+        raise ValueError("index out of range")
+    return celtypes.IntType(s.rfind(needle, 0, end + len(needle)))
+
+
+def cel_lower_ascii(text: Any) -> celtypes.StringType:
+    """`s.lowerAscii()`: only ASCII letters change."""
+    return celtypes.StringType("".join(c.lower() if c.isascii() else c for c in _string(text)))
+
+
+def cel_upper_ascii(text: Any) -> celtypes.StringType:
+    """`s.upperAscii()`."""
+    return celtypes.StringType("".join(c.upper() if c.isascii() else c for c in _string(text)))
+
+
+def cel_replace(text: Any, old: Any, new: Any, count: Any = -1) -> celtypes.StringType:
+    """`s.replace(old, new[, n])`; n < 0 replaces all."""
+    return celtypes.StringType(_string(text).replace(_string(old), _string(new), int(count)))
+
+
+def cel_split(text: Any, sep: Any, count: Any = -1) -> celtypes.ListType:
+    """`s.split(sep[, n])` with Go's SplitN semantics (n == 0: empty list)."""
+    s, separator, n = _string(text), _string(sep), int(count)
+    if n == 0:
+        return celtypes.ListType([])
+    if separator == "":
+        pieces = list(s)
+        if n > 0 and len(pieces) > n:
+            pieces = [*pieces[: n - 1], "".join(pieces[n - 1 :])]
+    else:
+        pieces = s.split(separator, n - 1 if n > 0 else -1)
+    return celtypes.ListType([celtypes.StringType(p) for p in pieces])
+
+
+def cel_substring(text: Any, start: Any, end: Any = None) -> celtypes.StringType:
+    """`s.substring(start[, end])`, in code points; out of range is an error."""
+    s, lo = _string(text), int(start)
+    hi = len(s) if end is None else int(end)
+    if lo < 0 or hi > len(s) or lo > hi:
+        raise ValueError("substring index out of range")
+    return celtypes.StringType(s[lo:hi])
+
+
+def cel_trim(text: Any) -> celtypes.StringType:
+    """`s.trim()`: leading and trailing Unicode white space."""
+    return celtypes.StringType(_string(text).strip())
+
+
+def cel_join(items: Any, sep: Any = "") -> celtypes.StringType:
+    """`list.join([sep])` over a list of strings."""
+    if not isinstance(items, list):
+        raise TypeError("join applies to lists")
+    return celtypes.StringType(_string(sep).join(_string(i) for i in items))
+
+
+def cel_reverse(text: Any) -> celtypes.StringType:
+    """`s.reverse()`."""
+    return celtypes.StringType(_string(text)[::-1])
+
+
+def _format_one(verb: str, precision: str, arg: Any) -> str:
+    if verb == "s":
+        if isinstance(arg, bool):
+            return "true" if arg else "false"
+        return str(arg)
+    if verb == "d":
+        return str(int(arg))
+    if verb in "fe":
+        digits = int(precision) if precision else 6
+        return f"{float(arg):.{digits}{verb}}"
+    if verb in "xXob":
+        value = arg.encode() if isinstance(arg, str) and verb in "xX" else arg
+        if isinstance(value, bytes):
+            text = value.hex()
+            return text.upper() if verb == "X" else text
+        return format(int(value), verb)
+    raise ValueError(f"unrecognized formatting clause: %{verb}")
+
+
+def cel_format(text: Any, args: Any) -> celtypes.StringType:
+    """`s.format([args])` with the %s %d %f %e %x %X %o %b clauses and `%%`."""
+    template, values = _string(text), list(args)
+    out: list[str] = []
+    pos = 0
+    for match in re.finditer(r"%(?:\.([0-9]+))?([a-zA-Z%])", template):
+        out.append(template[pos : match.start()])
+        pos = match.end()
+        if match[2] == "%":
+            out.append("%")
+            continue
+        if not values:
+            raise ValueError("not enough arguments for format")
+        out.append(_format_one(match[2], match[1] or "", values.pop(0)))
+    out.append(template[pos:])
+    return celtypes.StringType("".join(out))
+
+
+EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "semver": cel_semver,
+    "isSemver": cel_is_semver,
+    "isGreaterThan": cel_is_greater_than,
+    "isLessThan": cel_is_less_than,
+    "compareTo": cel_compare_to,
+    "major": cel_major,
+    "minor": cel_minor,
+    "patch": cel_patch,
+    "parseJSON": cel_parse_json,
+    "find": cel_find,
+    "findAll": cel_find_all,
+    "charAt": cel_char_at,
+    "indexOf": cel_index_of,
+    "lastIndexOf": cel_last_index_of,
+    "lowerAscii": cel_lower_ascii,
+    "upperAscii": cel_upper_ascii,
+    "replace": cel_replace,
+    "split": cel_split,
+    "substring": cel_substring,
+    "trim": cel_trim,
+    "join": cel_join,
+    "reverse": cel_reverse,
+    "format": cel_format,
+}
+"""Every function this module adds, by the name CEL calls it."""

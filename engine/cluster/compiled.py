@@ -1,0 +1,86 @@
+"""Per-placement compiled selectors and CEL expressions, built once per placement object (generation).
+
+Compilation errors are kept as values: whether they are reported depends on the pipeline (spec C6, H8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.cluster.cel_env import CelCompileError, CompiledExpression, compile_expression
+from engine.cluster.selectors import EVERYTHING, Selector, SelectorError, compile_label_selector, compile_selector
+from topics.placement import ClusterClaimSelector, Placement
+
+__all__ = ["CompiledPlacement", "CompiledSelector", "compile_placement"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledSelector:
+    """label AND claim AND every CEL expression; `cel_key` identifies the expressions for result caching."""
+
+    labels: Selector
+    claims: Selector
+    cel: tuple[CompiledExpression, ...]
+    cel_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPlacement:
+    """Predicates and decision-group selectors of one Placement, or the first error of each."""
+
+    predicates: tuple[CompiledSelector, ...]
+    predicate_error: str | None
+    groups: tuple[CompiledSelector, ...]
+    """Selectors of the predefined groups that compiled, up to the first failure."""
+    group_error: str | None
+    score_names: frozenset[str] | None
+    """Score resource names used through `scores()` literals; None means any name (spec L4)."""
+
+
+def _claims(selector: ClusterClaimSelector | None) -> Selector:
+    if selector is None:
+        return EVERYTHING
+    return compile_selector(None, selector.match_expressions)
+
+
+def compile_placement(placement: Placement) -> CompiledPlacement:
+    """Compile every selector in spec order, stopping each list at its first error."""
+    predicates: list[CompiledSelector] = []
+    predicate_error: str | None = None
+    names: set[str] = set()
+    any_name = False
+    for predicate in placement.spec.predicates:
+        required = predicate.required_cluster_selector
+        try:
+            labels = compile_label_selector(required.label_selector)
+            claims = _claims(required.claim_selector)
+            texts = required.cel_selector.cel_expressions if required.cel_selector else []
+            expressions = tuple(compile_expression(text) for text in texts)
+        except SelectorError as exc:
+            predicate_error = str(exc)
+            break
+        except CelCompileError as exc:
+            predicate_error = f"compilation failed: {exc}"
+            break
+        for expression in expressions:
+            if expression.score_names is None:
+                any_name = True
+            else:
+                names |= expression.score_names
+        predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts)))
+    groups: list[CompiledSelector] = []
+    group_error: str | None = None
+    for group in placement.spec.decision_strategy.group_strategy.decision_groups:
+        selector = group.group_cluster_selector
+        try:
+            groups.append(
+                CompiledSelector(
+                    compile_label_selector(selector.label_selector), _claims(selector.claim_selector), (), ""
+                )
+            )
+        except SelectorError as exc:
+            group_error = str(exc)
+            break
+    return CompiledPlacement(
+        tuple(predicates), predicate_error, tuple(groups), group_error, None if any_name else frozenset(names)
+    )

@@ -1,0 +1,70 @@
+"""Placement conditions (spec J1–J4) with SetStatusCondition's lastTransitionTime rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from engine.cluster.status import Code, PluginStatus
+from topics.k8s import Condition
+
+__all__ = ["MISCONFIGURED", "SATISFIED", "misconfigured_condition", "satisfied_condition", "set_conditions"]
+
+MISCONFIGURED = "PlacementMisconfigured"
+SATISFIED = "PlacementSatisfied"
+
+
+def misconfigured_condition(status: PluginStatus) -> Condition:
+    """True only for a final Misconfigured status (Warning and Error count as configured)."""
+    if status.code is Code.MISCONFIGURED:
+        return Condition(type=MISCONFIGURED, status="True", reason="Misconfigured", message=status.condition_message())
+    return Condition(
+        type=MISCONFIGURED, status="False", reason="Succeedconfigured", message="Placement configurations check pass"
+    )
+
+
+def satisfied_condition(
+    *,
+    has_bindings: bool,
+    cluster_sets: Sequence[str],
+    eligible_sets: Sequence[str],
+    available: int,
+    status: PluginStatus,
+    selected: int,
+    unscheduled: int,
+) -> Condition:
+    """The first matching rule of J2."""
+
+    def cond(ok: bool, reason: str, message: str) -> Condition:
+        return Condition(type=SATISFIED, status="True" if ok else "False", reason=reason, message=message)
+
+    if not has_bindings:
+        return cond(
+            False, "NoManagedClusterSetBindings", "No valid ManagedClusterSetBindings found in placement namespace"
+        )
+    if not eligible_sets:
+        joined = ",".join(cluster_sets)
+        return cond(False, "NoIntersection", f"None of ManagedClusterSets [{joined}] is bound to placement namespace")
+    if available == 0:
+        joined = ",".join(eligible_sets)
+        return cond(
+            False, "AllManagedClusterSetsEmpty", f"All ManagedClusterSets [{joined}] have no member ManagedCluster"
+        )
+    if status.code is Code.ERROR:
+        return cond(False, "NotAllDecisionsScheduled", status.message)
+    if selected == 0:
+        return cond(False, "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate")
+    if unscheduled == 0:
+        return cond(True, "AllDecisionsScheduled", "All cluster decisions scheduled")
+    return cond(False, "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled")
+
+
+def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now: datetime) -> list[Condition]:
+    """Keep a condition's lastTransitionTime unless its status flips (new conditions get `now`)."""
+    by_type = {c.type: c for c in previous}
+    out: list[Condition] = []
+    for condition in new:
+        old = by_type.get(condition.type)
+        when = old.last_transition_time if old is not None and old.status == condition.status else None
+        out.append(condition.model_copy(update={"last_transition_time": when or now}))
+    return out

@@ -1,0 +1,231 @@
+"""ClusterPlacementEngine: OCM Placement v1beta1 as a SubjectEngine (spec K, L).
+
+Decides a placement at the end of a batch, publishes only when its answer changed, follows up once on its
+own changed decision (L5) and keeps a timer for toleration and score expiry (L6) or resync (L8).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from engine.cluster.affected import affected_placements
+from engine.cluster.compiled import CompiledPlacement, compile_placement
+from engine.cluster.conditions import set_conditions
+from engine.cluster.events import decided_event, deleted_event
+from engine.cluster.explain import explain_evaluation
+from engine.cluster.framework import BalanceCounts, EvalContext
+from engine.cluster.indexes import PlacementIndex, TrackedPlacement
+from engine.cluster.pipeline import Evaluation, evaluate
+from engine.cluster.state import (
+    PlacementState,
+    Published,
+    dump_placement_state,
+    load_placement_state,
+)
+from engine.cluster.status import Code
+from engine.cluster.views import EvaluationError, InventoryView
+from engine.core import Emit, EngineContext, Step
+from engine.inventory import Inventory, InventoryChange
+from topics.codec import DecodedEvent
+from topics.placement import Placement
+
+__all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
+
+DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
+_log = logging.getLogger(__name__)
+
+
+def score_resources(placement: Placement, compiled: CompiledPlacement) -> frozenset[str] | None:
+    """AddOnPlacementScore names a placement reads (AddOn configurations, `scores()` literals); None: any."""
+    if compiled.score_names is None:
+        return None
+    names = set(compiled.score_names)
+    for config in placement.spec.prioritizer_policy.configurations:
+        coordinate = config.score_coordinate
+        if coordinate is not None and coordinate.type != "BuiltIn" and coordinate.add_on is not None:
+            names.add(coordinate.add_on.resource_name)
+    return frozenset(names)
+
+
+class ClusterPlacementEngine:
+    """The cluster placement engine; indexes are rebuilt from `track` calls."""
+
+    KIND: ClassVar[str] = "Placement"
+    EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+
+    def __init__(self) -> None:
+        self._index = PlacementIndex()
+        self._compiled: dict[str, tuple[Placement, CompiledPlacement]] = {}
+        self._view: InventoryView | None = None
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def view(self, inventory: Inventory) -> InventoryView:
+        """The inventory view of the current version (one per batch in practice)."""
+        view = self._view
+        if view is None or view.inventory is not inventory or not view.fresh():
+            view = self._view = InventoryView(inventory)
+        return view
+
+    def compiled(self, key: str, placement: Placement) -> CompiledPlacement:
+        """Selectors and CEL of a placement, compiled once per Placement object."""
+        cached = self._compiled.get(key)
+        if cached is not None and cached[0] is placement:
+            return cached[1]
+        compiled = compile_placement(placement)
+        self._compiled[key] = (placement, compiled)
+        return compiled
+
+    def others(self, key: str) -> BalanceCounts:
+        """Balance input of one placement: every other tracked placement's decision."""
+        return self._index.others(key)
+
+    def _evaluate(self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext) -> Evaluation:
+        placement = state.placement
+        eval_ctx = EvalContext(
+            placement=placement,
+            view=self.view(ctx.inventory),
+            now=ctx.now,
+            current=current,
+            others=self._index.others(key),
+            compiled=self.compiled(key, placement),
+        )
+        return evaluate(eval_ctx)
+
+    def _resync(self, ctx: EngineContext) -> datetime | None:
+        seconds = ctx.settings.resync_seconds
+        return ctx.now + timedelta(seconds=seconds) if seconds > 0 else None
+
+    @staticmethod
+    def _published(state: PlacementState, evaluation: Evaluation, now: datetime) -> Published:
+        previous = state.published.conditions if state.published is not None else ()
+        warning = evaluation.warning
+        return Published(
+            pages=tuple(evaluation.pages),
+            selected=len(evaluation.selected),
+            conditions=tuple(set_conditions(previous, evaluation.conditions, now)),
+            warning=None if warning is None else (warning.plugin, warning.message),
+            generation=state.placement.metadata.generation,
+            evaluation_time=now,
+        )
+
+    # --- SubjectEngine ---------------------------------------------------------------------------
+    def on_event(
+        self, key: str, state: PlacementState | None, event: DecodedEvent, ctx: EngineContext
+    ) -> Step[PlacementState]:
+        """`placement.applied` stores the spec and asks for a decision; `placement.deleted` ends the subject."""
+        if event.kind.name == "placement.deleted":
+            return self.on_deleted(key, state, ctx)
+        if event.kind.name != "placement.applied" or not isinstance(event.data, Placement):
+            return Step(state)
+        published = state.published if state is not None else None
+        return Step(PlacementState(event.data, published, state.due if state is not None else None), redecide=True)
+
+    def on_deleted(self, key: str, state: PlacementState | None, ctx: EngineContext) -> Step[PlacementState]:
+        """Publish `deleted: true`, then a tombstone (spec K5, decided item 3)."""
+        if state is None:
+            return Step(None)
+        meta = state.placement.metadata
+        final = deleted_event(meta.namespace, meta.name, meta.generation, ctx.now)
+        return Step(None, (Emit("placement.decided", final), Emit(None, None)))
+
+    def decide(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
+        """Evaluate, publish when the answer changed, and follow up once on a changed decision (L5)."""
+        placement = state.placement
+        if placement.metadata.deletion_timestamp is not None:
+            return Step(PlacementState(placement, state.published, None))
+        if placement.metadata.annotations.get(DISABLE_ANNOTATION) == "true":
+            return Step(PlacementState(placement, state.published, None))
+        try:
+            emits, state, last = self._decide_once(key, state, state.current(), ctx, follow_up=True)
+        except EvaluationError as exc:
+            _log.error("placement %s not evaluated: %s", key, exc)
+            return Step(PlacementState(placement, state.published, self._resync(ctx)))
+        candidates = [instant for instant in (last.due, self._resync(ctx)) if instant is not None]
+        due = min(candidates) if candidates else None
+        return Step(PlacementState(state.placement, state.published, due), tuple(emits))
+
+    def _decide_once(
+        self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, follow_up: bool
+    ) -> tuple[list[Emit], PlacementState, Evaluation]:
+        evaluation = self._evaluate(key, state, current, ctx)
+        if evaluation.status.code in (Code.MISCONFIGURED, Code.WARNING):
+            _log.warning("placement %s: %s", key, evaluation.status.condition_message())
+        published = self._published(state, evaluation, ctx.now)
+        previous = state.published
+        if previous is not None and previous.same_answer(published):
+            return [], state, evaluation
+        meta = state.placement.metadata
+        explain = key in ctx.settings.explain
+        emits = [
+            Emit("placement.decided", decided_event(meta.namespace, meta.name, published, evaluation, explain=explain))
+        ]
+        new_state = PlacementState(state.placement, published, state.due)
+        if follow_up and published.clusters() != current and self._follow_up_may_differ(evaluation, ctx):
+            more, new_state, evaluation = self._decide_once(key, new_state, published.clusters(), ctx, follow_up=False)
+            emits.extend(more)
+        return emits, new_state, evaluation
+
+    def _follow_up_may_differ(self, evaluation: Evaluation, ctx: EngineContext) -> bool:
+        """Whether re-evaluating with the new decision as current decisions can change the answer (L5).
+
+        Only Steady and NoSelectIfNew read the current decisions. With a non-negative Steady weight the
+        boost moves exactly onto the selected clusters, which keeps them on top, so the selection, groups,
+        pages and status stay the same; a failed evaluation does not depend on them at all.
+        """
+        if evaluation.status.failed:
+            return False
+        if any(p.name == "Steady" and p.weight < 0 for p in evaluation.prioritizers):
+            return True
+        view = self.view(ctx.inventory)
+        return not view.no_select_if_new().isdisjoint(evaluation.available)
+
+    def on_timer(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
+        """A toleration or score expiry, or the resync, is due: re-evaluate."""
+        return self.decide(key, state, ctx)
+
+    def next_due(self, state: PlacementState) -> datetime | None:
+        """The instant stored by the last decision."""
+        return state.due
+
+    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
+        """Only the placements the changes can affect, in (namespace, name) order (L2–L4, L10)."""
+        return affected_placements(self._index, changes, ctx.inventory)
+
+    def on_config(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
+        """Queue configurations do not concern cluster placement."""
+        return Step(state)
+
+    def track(self, key: str, state: PlacementState | None) -> None:
+        """Keep the namespace, score and decision indexes and the Balance counts in step."""
+        if state is None:
+            self._index.remove(key)
+            self._compiled.pop(key, None)
+            return
+        placement = state.placement
+        compiled = self.compiled(key, placement)
+        self._index.put(
+            key,
+            TrackedPlacement(
+                namespace=placement.metadata.namespace,
+                cluster_sets=frozenset(placement.spec.cluster_sets),
+                score_names=score_resources(placement, compiled),
+                decided=state.current(),
+            ),
+        )
+
+    def dump_state(self, state: PlacementState) -> dict[str, Any]:
+        """JSON for the changelog."""
+        return dump_placement_state(state)
+
+    def load_state(self, raw: Mapping[str, Any]) -> PlacementState:
+        """Inverse of dump_state."""
+        return load_placement_state(raw)
+
+    # --- explain ---------------------------------------------------------------------------------
+    def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
+        """Explain data of one placement against the current inputs, with the tracked Balance counts."""
+        evaluation = self._evaluate(key, state, state.current(), ctx)
+        return explain_evaluation(key, state, evaluation, ctx.now)

@@ -1,0 +1,152 @@
+"""In-memory indexes over tracked placements: who to re-decide (spec L2–L4) and Balance counts (F2).
+
+Maintained only through `track`; they answer without scanning every placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["DecisionCounts", "OthersView", "PlacementIndex", "TrackedPlacement"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedPlacement:
+    """What the indexes remember about one placement."""
+
+    namespace: str
+    cluster_sets: frozenset[str]
+    score_names: frozenset[str] | None
+    """Score resources it reads (AddOn prioritizers and `scores()` literals); None means any."""
+    decided: frozenset[str]
+
+
+class DecisionCounts:
+    """How many tracked placements decided each cluster, with a histogram for the maximum."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self._histogram: dict[int, int] = {}
+        self.maximum = 0
+
+    def replace(self, old: frozenset[str], new: frozenset[str]) -> None:
+        """One placement's decision changed from `old` to `new` (inlined: this runs for every decision)."""
+        counts, histogram = self.counts, self._histogram
+        for cluster, delta in [(c, -1) for c in old - new] + [(c, 1) for c in new - old]:
+            before = counts.get(cluster, 0)
+            after = before + delta
+            if before > 0:
+                left = histogram[before] - 1
+                if left:
+                    histogram[before] = left
+                else:
+                    del histogram[before]
+            if after > 0:
+                counts[cluster] = after
+                histogram[after] = histogram.get(after, 0) + 1
+                self.maximum = max(self.maximum, after)
+            else:
+                counts.pop(cluster, None)
+        while self.maximum > 0 and self.maximum not in histogram:
+            self.maximum -= 1
+
+    def max_without(self, own: frozenset[str]) -> int:
+        """The maximum after removing one placement's decisions `own` (each cluster counted once)."""
+        top = self.maximum
+        if top == 0:
+            return 0
+        at_top = self._histogram.get(top, 0)
+        own_at_top = sum(1 for cluster in own if self.counts.get(cluster, 0) == top)
+        return top if own_at_top < at_top else top - 1
+
+
+class OthersView:
+    """BalanceCounts of one placement: the tracked counts minus its own tracked decision."""
+
+    def __init__(self, counts: DecisionCounts, own: frozenset[str]) -> None:
+        self._counts = counts.counts
+        self._all = counts
+        self._own = own
+        self._max: int | None = None
+
+    def count(self, cluster: str) -> int:
+        """Decisions of other placements that include `cluster`."""
+        count = self._counts.get(cluster, 0)
+        return count - 1 if cluster in self._own else count
+
+    def snapshot(self) -> tuple[Mapping[str, int], frozenset[str]]:
+        """All counts and the clusters whose count includes this placement once (to subtract)."""
+        return self._counts, self._own
+
+    def max_count(self) -> int:
+        """The largest count over other placements' decisions."""
+        if self._max is None:
+            self._max = self._all.max_without(self._own)
+        return self._max
+
+
+class PlacementIndex:
+    """Placements by namespace, by score resource and by decided cluster, plus decision counts."""
+
+    def __init__(self) -> None:
+        self.tracked: dict[str, TrackedPlacement] = {}
+        self.by_namespace: dict[str, set[str]] = {}
+        self.by_score: dict[str, set[str]] = {}
+        self.any_score: set[str] = set()
+        self.by_cluster: dict[str, set[str]] = {}
+        self.counts = DecisionCounts()
+
+    def remove(self, key: str) -> None:
+        """Forget a placement."""
+        old = self.tracked.pop(key, None)
+        if old is not None:
+            self._unlink(key, old)
+            self.counts.replace(old.decided, frozenset())
+
+    def _unlink(self, key: str, old: TrackedPlacement) -> None:
+        self.by_namespace.get(old.namespace, set()).discard(key)
+        if old.score_names is None:
+            self.any_score.discard(key)
+        else:
+            for name in old.score_names:
+                self.by_score.get(name, set()).discard(key)
+        for cluster in old.decided:
+            holders = self.by_cluster.get(cluster)
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self.by_cluster[cluster]
+
+    def put(self, key: str, entry: TrackedPlacement) -> None:
+        """Add or replace a placement."""
+        old = self.tracked.get(key)
+        if old == entry:
+            return
+        if old is not None:
+            self._unlink(key, old)
+        self.tracked[key] = entry
+        self.by_namespace.setdefault(entry.namespace, set()).add(key)
+        if entry.score_names is None:
+            self.any_score.add(key)
+        else:
+            for name in entry.score_names:
+                self.by_score.setdefault(name, set()).add(key)
+        for cluster in entry.decided:
+            self.by_cluster.setdefault(cluster, set()).add(key)
+        self.counts.replace(old.decided if old is not None else frozenset(), entry.decided)
+
+    def others(self, key: str) -> OthersView:
+        """Balance input for `key`: everything tracked except its own decision."""
+        own = self.tracked.get(key)
+        return OthersView(self.counts, own.decided if own is not None else frozenset())
+
+    def in_namespaces(self, namespaces: set[str], sets: set[str] | None) -> set[str]:
+        """Placements in the namespaces whose clusterSets is empty or names one of `sets` (None: any)."""
+        out: set[str] = set()
+        for namespace in namespaces:
+            for key in self.by_namespace.get(namespace, ()):
+                wanted = self.tracked[key].cluster_sets
+                if sets is None or not wanted or wanted & sets:
+                    out.add(key)
+        return out

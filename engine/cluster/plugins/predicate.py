@@ -1,0 +1,54 @@
+"""Predicate filter (spec C6–C16): predicates are ORed; label AND claim AND CEL within one."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from engine.cluster.cel_env import CelProgram
+from engine.cluster.framework import EvalContext, FilterResult
+from engine.cluster.selectors import EVERYTHING
+from engine.cluster.status import PluginStatus
+
+__all__ = ["PredicateFilter"]
+
+
+class PredicateFilter:
+    """Keeps the candidates that match at least one predicate."""
+
+    NAME: ClassVar[str] = "Predicate"
+
+    def filter(self, ctx: EvalContext, candidates: list[str]) -> FilterResult:
+        """An empty candidate list returns before any selector is looked at (C6)."""
+        if not candidates:
+            return FilterResult([])
+        compiled = ctx.compiled
+        if compiled.predicate_error is not None:
+            return FilterResult([], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
+        if not ctx.placement.spec.predicates:
+            return FilterResult(list(candidates))
+        view = ctx.view
+        remaining = set(candidates)
+        matched: set[str] = set()
+        for selector in compiled.predicates:
+            pool = remaining
+            if selector.labels != EVERYTHING:
+                pool = pool & view.selected("label", selector.labels)
+            if selector.claims != EVERYTHING:
+                pool = pool & view.selected("claim", selector.claims)
+            if selector.cel and pool:
+                program = CelProgram(selector.cel, view.cel_activation())
+                kept = set()
+                for name in pool:
+                    key = (selector.cel_key, name)
+                    result = view.cel_result(key)
+                    if result is None:
+                        result = program.matches(view.cel_document(name))
+                        view.remember_cel(key, result)
+                    if result:
+                        kept.add(name)
+                pool = kept
+            matched |= pool
+            remaining -= pool
+            if not remaining:
+                break
+        return FilterResult([c for c in candidates if c in matched])

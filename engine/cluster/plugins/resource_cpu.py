@@ -1,0 +1,25 @@
+"""ResourceAllocatableCPU prioritizer (spec F4): more allocatable cpu scores higher."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from engine.cluster.framework import EvalContext, ScoreResult
+from engine.cluster.plugins.resource import resource_scores
+
+__all__ = ["ResourceAllocatableCPUPrioritizer"]
+
+
+class ResourceAllocatableCPUPrioritizer:
+    """Scores `status.allocatable.cpu` between -100 and 100."""
+
+    NAME: ClassVar[str] = "ResourceAllocatableCPU"
+
+    @property
+    def name(self) -> str:
+        """F9 name."""
+        return self.NAME
+
+    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
+        """Only clusters reporting both allocatable and capacity cpu are scored."""
+        return resource_scores(ctx, candidates, "cpu")

@@ -1,0 +1,93 @@
+"""TaintToleration filter (spec D1–D9): every taint of a cluster must be tolerated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import ClassVar
+
+from engine.cluster.framework import EvalContext, FilterResult
+from engine.cluster.status import PluginStatus
+from topics.inventory import Taint
+from topics.placement import Toleration
+
+__all__ = ["TaintTolerationFilter", "tolerated"]
+
+_PREFER_NO_SELECT = "PreferNoSelect"
+_NO_SELECT_IF_NEW = "NoSelectIfNew"
+
+
+def _validate(tolerations: Sequence[Toleration]) -> str | None:
+    for toleration in tolerations:
+        if not toleration.key and toleration.operator != "Exists":
+            return "If the key is empty, operator must be Exists."
+        if toleration.operator == "Exists" and toleration.value:
+            return "If the operator is Exists, the value should be empty."
+    return None
+
+
+def _matches(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"
+
+
+def tolerated(taint: Taint, tolerations: Sequence[Toleration], now: datetime) -> tuple[bool, datetime | None]:
+    """Whether the first matching, unexpired toleration covers the taint, and until when (None: forever)."""
+    for toleration in tolerations:
+        if not _matches(toleration, taint):
+            continue
+        if toleration.toleration_seconds is None:
+            return True, None
+        added = taint.time_added or now
+        until = added + timedelta(seconds=toleration.toleration_seconds)
+        if now < until:
+            return True, until
+    return False, None
+
+
+class TaintTolerationFilter:
+    """Removes clusters with a taint the placement does not tolerate."""
+
+    NAME: ClassVar[str] = "TaintToleration"
+
+    def filter(self, ctx: EvalContext, candidates: list[str]) -> FilterResult:
+        """Also reports when each tolerated-for-a-while taint runs out (timer input, L6)."""
+        if not candidates:
+            return FilterResult([])
+        tolerations = ctx.placement.spec.tolerations
+        problem = _validate(tolerations)
+        if problem is not None:
+            return FilterResult([], PluginStatus.misconfigured(self.NAME, problem))
+        inventory, now, current = ctx.inventory, ctx.now, ctx.current
+        tainted = ctx.view.tainted()
+        if tainted.isdisjoint(candidates):
+            return FilterResult(list(candidates))
+        passed: list[str] = []
+        due: list[datetime] = []
+        for name in candidates:
+            if name not in tainted:
+                passed.append(name)
+                continue
+            taints = inventory.taints_of(name)
+            ok = True
+            expiries: list[datetime] = []
+            for taint in taints:
+                if taint.effect == _PREFER_NO_SELECT:
+                    continue
+                if taint.effect == _NO_SELECT_IF_NEW and name in current:
+                    continue
+                covered, until = tolerated(taint, tolerations, now)
+                if not covered:
+                    ok = False
+                    break
+                if until is not None:
+                    expiries.append(until)
+            if ok:
+                passed.append(name)
+                due.extend(expiries)
+        return FilterResult(passed, due=tuple(due))

@@ -1,0 +1,37 @@
+"""The one registry of pipeline plugins, in pipeline order (spec B1, E6).
+
+Filters run in the order listed. Built-in prioritizers are looked up by their `builtIn` name; any other
+coordinate type is an AddOn prioritizer, built per (resourceName, scoreName).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.cluster.framework import ClusterFilter, Prioritizer
+from engine.cluster.plugins.addon import AddOnPrioritizer
+from engine.cluster.plugins.balance import BalancePrioritizer
+from engine.cluster.plugins.predicate import PredicateFilter
+from engine.cluster.plugins.resource_cpu import ResourceAllocatableCPUPrioritizer
+from engine.cluster.plugins.resource_memory import ResourceAllocatableMemoryPrioritizer
+from engine.cluster.plugins.steady import SteadyPrioritizer
+from engine.cluster.plugins.taint_toleration import TaintTolerationFilter
+
+__all__ = ["ADDON", "BUILTIN_PRIORITIZERS", "DEFAULT_WEIGHTS", "FILTERS"]
+
+FILTERS: tuple[ClusterFilter, ...] = (PredicateFilter(), TaintTolerationFilter())
+"""Filters in pipeline order."""
+
+BUILTIN_PRIORITIZERS: dict[str, Prioritizer] = {
+    BalancePrioritizer.NAME: BalancePrioritizer(),
+    SteadyPrioritizer.NAME: SteadyPrioritizer(),
+    ResourceAllocatableCPUPrioritizer.NAME: ResourceAllocatableCPUPrioritizer(),
+    ResourceAllocatableMemoryPrioritizer.NAME: ResourceAllocatableMemoryPrioritizer(),
+}
+"""Built-in prioritizers by `builtIn` name."""
+
+ADDON: Callable[[str, str], Prioritizer] = AddOnPrioritizer
+"""Builds the AddOn prioritizer of one (resourceName, scoreName) coordinate."""
+
+DEFAULT_WEIGHTS: tuple[tuple[str, int], ...] = ((BalancePrioritizer.NAME, 1), (SteadyPrioritizer.NAME, 1))
+"""Additive-mode defaults, in result order (spec E1, E4)."""

@@ -1,0 +1,225 @@
+"""Derived views of the inventory, cached per `inventory.version`.
+
+Thousands of placements read the same clusters in one batch: set membership, selector results, CEL inputs,
+CEL results and resource quantities are computed once per inventory version and shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import Activation
+
+from engine.cluster.cel_env import make_functions
+from engine.cluster.quantity import parse_quantity
+from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
+from engine.inventory import Inventory
+from topics.inventory import ManagedCluster, ManagedClusterSet
+
+__all__ = ["CLUSTERSET_LABEL", "EvaluationError", "InventoryView"]
+
+CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset"
+_EXCLUSIVE = ("", "ExclusiveClusterSetLabel")
+
+
+class EvaluationError(Exception):
+    """The evaluation cannot run (e.g. an unknown set selectorType): nothing is published (spec C3)."""
+
+
+def _prune(value: Any) -> Any:
+    """Drop what Go's omitempty would drop: nulls, empty strings, empty maps and empty lists."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            pruned = _prune(item)
+            if pruned is None or (not pruned and isinstance(pruned, str | dict | list)):
+                continue
+            out[key] = pruned
+        return out
+    if isinstance(value, list):
+        return [_prune(item) for item in value]
+    return value
+
+
+def cluster_document(cluster: ManagedCluster) -> dict[str, Any]:
+    """The ManagedCluster as the API serves it (spec C13): camelCase, omitempty fields absent, quantities as text."""
+    raw = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
+    metadata = raw.get("metadata", {})
+    if metadata.get("generation") == 0:
+        metadata.pop("generation")
+    status = raw.get("status", {})
+    for field in ("allocatable", "capacity"):
+        if field in status:
+            status[field] = {k: str(v) for k, v in status[field].items()}
+    pruned: dict[str, Any] = _prune(raw)
+    pruned.setdefault("metadata", {})["name"] = cluster.metadata.name
+    return pruned
+
+
+class InventoryView:
+    """Read-through caches over one inventory; everything is dropped when the version moves."""
+
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+        self.version = inventory.version
+        self._members: dict[str, frozenset[str]] = {}
+        self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
+        self._claims: dict[str, dict[str, str]] = {}
+        self._cel_docs: dict[str, Any] = {}
+        self._cel_results: dict[tuple[str, str], bool] = {}
+        self._resources: dict[str, dict[str, float]] = {}
+        self._terminating: frozenset[str] | None = None
+        self._tainted: frozenset[str] | None = None
+        self._if_new: frozenset[str] | None = None
+        self._activation: Activation | None = None
+        self._bound: dict[str, tuple[str, ...]] | None = None
+        self._available: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def fresh(self) -> bool:
+        """Still valid for the inventory's current version."""
+        return self.version == self.inventory.version
+
+    # --- sets ------------------------------------------------------------------------------------
+    def bound_sets(self, namespace: str) -> tuple[str, ...]:
+        """Names of the valid bindings of a namespace: bindings named after an existing set (spec C1)."""
+        if self._bound is None:
+            bound: dict[str, set[str]] = {}
+            for (ns, name), _binding in self.inventory.objects("ManagedClusterSetBinding").items():
+                if self.inventory.cluster_set(name) is not None:
+                    bound.setdefault(ns, set()).add(name)
+            self._bound = {ns: tuple(sorted(names)) for ns, names in bound.items()}
+        return self._bound.get(namespace, ())
+
+    def available(self, eligible: tuple[str, ...]) -> tuple[str, ...]:
+        """The union of the sets' members without terminating clusters, by name (spec C4)."""
+        cached = self._available.get(eligible)
+        if cached is None:
+            members: set[str] = set()
+            for name in eligible:
+                cluster_set = self.inventory.cluster_set(name)
+                if cluster_set is not None:
+                    members |= self.set_members(cluster_set)
+            cached = tuple(sorted(members - self.terminating()))
+            self._available[eligible] = cached
+        return cached
+
+    def set_members(self, cluster_set: ManagedClusterSet) -> frozenset[str]:
+        """Cluster names of one set (spec C3); raises EvaluationError for an unknown selectorType."""
+        name = cluster_set.metadata.name
+        cached = self._members.get(name)
+        if cached is not None:
+            return cached
+        selector = cluster_set.spec.cluster_selector
+        if selector.selector_type in _EXCLUSIVE:
+            members = frozenset(
+                c.metadata.name for c in self.inventory.clusters() if c.metadata.labels.get(CLUSTERSET_LABEL) == name
+            )
+        elif selector.selector_type == "LabelSelector":
+            if selector.label_selector is None:
+                members = frozenset()
+            else:
+                try:
+                    compiled = compile_label_selector(selector.label_selector)
+                except SelectorError as exc:
+                    raise EvaluationError(f"ManagedClusterSet {name}: {exc}") from exc
+                members = self.selected("label", compiled)
+        else:
+            raise EvaluationError(f"ManagedClusterSet {name}: selectorType {selector.selector_type!r} is not supported")
+        self._members[name] = members
+        return members
+
+    def terminating(self) -> frozenset[str]:
+        """Clusters with a deletionTimestamp (spec C4)."""
+        if self._terminating is None:
+            self._terminating = frozenset(
+                c.metadata.name for c in self.inventory.clusters() if c.metadata.deletion_timestamp is not None
+            )
+        return self._terminating
+
+    def tainted(self) -> frozenset[str]:
+        """Clusters that have at least one effective taint."""
+        if self._tainted is None:
+            inventory = self.inventory
+            self._tainted = frozenset(
+                c.metadata.name for c in inventory.clusters() if inventory.taints_of(c.metadata.name)
+            )
+        return self._tainted
+
+    def no_select_if_new(self) -> frozenset[str]:
+        """Clusters with a NoSelectIfNew taint (their filtering depends on the current decisions)."""
+        if self._if_new is None:
+            taints_of = self.inventory.taints_of
+            self._if_new = frozenset(
+                name for name in self.tainted() if any(t.effect == "NoSelectIfNew" for t in taints_of(name))
+            )
+        return self._if_new
+
+    # --- selectors -------------------------------------------------------------------------------
+    def claims(self, name: str) -> Mapping[str, str]:
+        """`status.clusterClaims` as a map; the last duplicate wins (spec C9)."""
+        cached = self._claims.get(name)
+        if cached is None:
+            cluster = self.inventory.cluster(name)
+            cached = {} if cluster is None else {c.name: c.value for c in cluster.status.cluster_claims}
+            self._claims[name] = cached
+        return cached
+
+    def selected(self, source: str, selector: Selector) -> frozenset[str]:
+        """Every cluster whose labels (`label`) or claims (`claim`) match the selector."""
+        key = (source, selector)
+        cached = self._selected.get(key)
+        if cached is None:
+            if source == "label":
+                cached = frozenset(
+                    c.metadata.name for c in self.inventory.clusters() if matches(selector, c.metadata.labels)
+                )
+            else:
+                cached = frozenset(
+                    c.metadata.name
+                    for c in self.inventory.clusters()
+                    if matches(selector, self.claims(c.metadata.name))
+                )
+            self._selected[key] = cached
+        return cached
+
+    # --- CEL -------------------------------------------------------------------------------------
+    def cel_document(self, name: str) -> Any:
+        """The `managedCluster` CEL value of a cluster."""
+        doc = self._cel_docs.get(name)
+        if doc is None:
+            cluster = self.inventory.cluster(name)
+            doc = json_to_cel(cluster_document(cluster)) if cluster is not None else celtypes.MapType({})
+            self._cel_docs[name] = doc
+        return doc
+
+    def cel_activation(self) -> Activation:
+        """The CEL activation (functions incl. `scores()` bound to this inventory), built once per view."""
+        if self._activation is None:
+            self._activation = Activation(functions=make_functions(self.inventory))
+        return self._activation
+
+    def cel_result(self, key: tuple[str, str]) -> bool | None:
+        """A cached CEL outcome for (expressions, cluster)."""
+        return self._cel_results.get(key)
+
+    def remember_cel(self, key: tuple[str, str], value: bool) -> None:
+        """Cache a CEL outcome; the inputs (cluster, scores) only change with the inventory version."""
+        self._cel_results[key] = value
+
+    # --- resources -------------------------------------------------------------------------------
+    def allocatable(self, name: str, resource: str) -> float | None:
+        """Allocatable `resource` as a double, only when capacity is also reported (spec F4)."""
+        cached = self._resources.get(name)
+        if cached is None:
+            cached = {}
+            cluster = self.inventory.cluster(name)
+            if cluster is not None:
+                for key, raw in cluster.status.allocatable.items():
+                    value = parse_quantity(raw)
+                    if key in cluster.status.capacity and value is not None:
+                        cached[key] = value
+            self._resources[name] = cached
+        return cached.get(resource)

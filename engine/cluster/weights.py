@@ -1,0 +1,54 @@
+"""Prioritizer weights (spec E1–E6): defaults, mode, coordinates, validation in spec order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.cluster.framework import Prioritizer
+from engine.cluster.registry import ADDON, BUILTIN_PRIORITIZERS, DEFAULT_WEIGHTS
+from engine.cluster.status import SUCCESS, PluginStatus
+from topics.placement import PrioritizerPolicy
+
+__all__ = ["WeightedPrioritizer", "plan_prioritizers"]
+
+_Coordinate = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPrioritizer:
+    """One enabled prioritizer (weight != 0) and its weight."""
+
+    prioritizer: Prioritizer
+    weight: int
+
+
+def plan_prioritizers(policy: PrioritizerPolicy) -> tuple[list[WeightedPrioritizer], PluginStatus]:
+    """The enabled prioritizers in E4 order, or the first misconfiguration (mode, configurations, names)."""
+    weights: dict[_Coordinate, int] = {}
+    if policy.mode == "Additive":
+        for name, weight in DEFAULT_WEIGHTS:
+            weights[("BuiltIn", name)] = weight
+    elif policy.mode != "Exact":
+        return [], PluginStatus.misconfigured("", f"incorrect prioritizer policy mode: {policy.mode}")
+    for config in policy.configurations:
+        coordinate = config.score_coordinate
+        if coordinate is None:
+            return [], PluginStatus.misconfigured("", "scoreCoordinate field is required")
+        if coordinate.type == "BuiltIn":
+            weights[("BuiltIn", coordinate.built_in)] = config.weight
+        elif coordinate.add_on is None:
+            return [], PluginStatus.misconfigured("", "addOn should not be empty")
+        else:
+            weights[("AddOn", coordinate.add_on.resource_name, coordinate.add_on.score_name)] = config.weight
+    planned: list[WeightedPrioritizer] = []
+    for key, weight in weights.items():
+        if weight == 0:
+            continue
+        if key[0] == "BuiltIn":
+            builtin = BUILTIN_PRIORITIZERS.get(key[1])
+            if builtin is None:
+                return [], PluginStatus.misconfigured("", f"incorrect builtin prioritizer: {key[1]}")
+            planned.append(WeightedPrioritizer(builtin, weight))
+        else:
+            planned.append(WeightedPrioritizer(ADDON(key[1], key[2]), weight))
+    return planned, SUCCESS

@@ -1,0 +1,459 @@
+"""ClusterPlacementEngine: events, follow-ups, timers, indexes, state, explain (spec B2, B3, J4, K, L)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+from cluster_builders import NOW, World, a_cluster, a_placement, a_world, one_set_world
+
+from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
+from engine.cluster.engine import DISABLE_ANNOTATION
+from engine.core import Emit, EngineContext, EngineSettings
+from engine.errors import InvalidStateError
+from engine.inventory import Inventory, InventoryChange, ObjectKey
+from topics.codec import decode_event, dump_model, encode_event
+from topics.events import ObjectDeleted
+from topics.inventory import AddOnPlacementScore, ClusterTaintsUpdated, ManagedCluster, Taint
+from topics.names import TopicRole
+from topics.placement import Placement, PlacementDecided
+
+
+def key_of(placement: Placement) -> str:
+    return f"Placement/{placement.metadata.namespace}/{placement.metadata.name}"
+
+
+@dataclass
+class Driver:
+    """A minimal runtime: feeds events, decides, tracks, and records what was published."""
+
+    world: World
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    now: datetime = NOW
+    engine: ClusterPlacementEngine = field(default_factory=ClusterPlacementEngine)
+    states: dict[str, PlacementState] = field(default_factory=dict)
+    published: list[tuple[str, Emit]] = field(default_factory=list)
+    inventory: Inventory = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.inventory = self.world.inventory(self.now)
+
+    def ctx(self) -> EngineContext:
+        return EngineContext(now=self.now, inventory=self.inventory, settings=self.settings)
+
+    def _commit(self, key: str, state: PlacementState | None, emits: tuple[Emit, ...]) -> None:
+        if state is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = state
+        self.engine.track(key, state)
+        self.published += [(key, e) for e in emits]
+
+    def apply(self, placement: Placement) -> list[Emit]:
+        key = key_of(placement)
+        raw = encode_event(kind_name="placement.applied", data=placement, subject=key, event_id="e", time=self.now)
+        step = self.engine.on_event(key, self.states.get(key), decode_event(raw, TopicRole.SUBMISSIONS), self.ctx())
+        assert step.redecide and step.state is not None and not step.emits
+        self._commit(key, step.state, ())
+        return self.decide(key)
+
+    def decide(self, key: str) -> list[Emit]:
+        before = len(self.published)
+        step = self.engine.decide(key, self.states[key], self.ctx())
+        self._commit(key, step.state, step.emits)
+        return [e for _, e in self.published[before:]]
+
+    def timer(self, key: str) -> list[Emit]:
+        before = len(self.published)
+        step = self.engine.on_timer(key, self.states[key], self.ctx())
+        self._commit(key, step.state, step.emits)
+        return [e for _, e in self.published[before:]]
+
+    def change(self, changes: list[InventoryChange]) -> list[str]:
+        affected = list(self.engine.affected_by(changes, self.ctx()))
+        for key in affected:
+            self.decide(key)
+        return affected
+
+
+def data(emit: Emit) -> PlacementDecided:
+    assert emit.kind == "placement.decided" and isinstance(emit.data, PlacementDecided)
+    return emit.data
+
+
+def clusters(event: PlacementDecided) -> list[str]:
+    return [d["clusterName"] for page in event.placement_decisions for d in page["status"]["decisions"]]
+
+
+THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+
+
+def test_cluster_engine_identity() -> None:
+    assert ClusterPlacementEngine.KIND == "Placement"
+    assert frozenset({"placement.applied", "placement.deleted"}) == ClusterPlacementEngine.EVENTS
+
+
+def test_cluster_engine_first_evaluation_publishes_whole_decision() -> None:
+    driver = Driver(one_set_world(*THREE))
+    emits = driver.apply(a_placement({"numberOfClusters": 2}, generation=7))
+    assert len(emits) == 1
+    event = data(emits[0])
+    wire = dump_model(event)
+    assert PlacementDecided.model_validate(wire) == PlacementDecided.model_validate(wire)
+    assert (event.namespace, event.name, event.generation, event.evaluation_time) == ("ns1", "placement1", 7, NOW)
+    assert clusters(event) == ["c1", "c2"]
+    assert event.number_of_selected_clusters == 2
+    assert event.decision_groups == [
+        {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["placement1-decision-1"], "clustersCount": 2}
+    ]
+    assert [(c.type, c.status, c.reason, c.last_transition_time) for c in event.conditions] == [
+        ("PlacementMisconfigured", "False", "Succeedconfigured", NOW),
+        ("PlacementSatisfied", "True", "AllDecisionsScheduled", NOW),
+    ]
+    assert event.scores == {"c1": 100, "c2": 100, "c3": 100}  # the evaluation that made the published decision
+    assert event.warning is None and event.prioritizers is None and event.filtered_by is None
+    assert "prioritizers" not in wire and wire["placementDecisions"][0]["kind"] == "PlacementDecision"
+
+
+def test_cluster_engine_publishes_only_changes() -> None:
+    world = one_set_world(*THREE)
+    world.with_score("c1", "res", {"s": 10})
+    driver = Driver(world)
+    spec = {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "res", "scoreName": "s"}}}
+            ]
+        },
+    }
+    placement = a_placement(spec)
+    key = key_of(placement)
+    assert len(driver.apply(placement)) == 1
+    assert driver.decide(key) == []
+    driver.inventory.apply(_score("c1", "res", 20), NOW)  # score-only change
+    assert driver.decide(key) == []
+    assert len(driver.apply(a_placement(spec, generation=2))) == 0  # new generation, same answer
+
+
+def _score(cluster: str, resource: str, value: int, valid_until: str | None = None) -> AddOnPlacementScore:
+    status: dict[str, Any] = {"scores": [{"name": "s", "value": value}]}
+    if valid_until:
+        status["validUntil"] = valid_until
+    return AddOnPlacementScore.model_validate({"metadata": {"name": resource, "namespace": cluster}, "status": status})
+
+
+def test_cluster_engine_condition_transition_time_kept_until_flip() -> None:
+    driver = Driver(one_set_world(*THREE))
+    placement = a_placement({"numberOfClusters": 5})
+    driver.apply(placement)
+    driver.now = NOW + timedelta(minutes=5)
+    event = data(driver.apply(a_placement({"numberOfClusters": 4}))[0])
+    by_type = {c.type: c for c in event.conditions}
+    assert by_type["PlacementSatisfied"].message == "1 cluster decisions unscheduled"
+    assert by_type["PlacementSatisfied"].last_transition_time == NOW
+    driver.now = NOW + timedelta(minutes=10)
+    event = data(driver.apply(a_placement({"numberOfClusters": 3}))[0])
+    by_type = {c.type: c for c in event.conditions}
+    assert by_type["PlacementSatisfied"].last_transition_time == driver.now
+    assert by_type["PlacementMisconfigured"].last_transition_time == NOW
+
+
+def test_cluster_engine_follow_up_runs_once_on_changed_decision() -> None:
+    driver = Driver(one_set_world(a_cluster("c1"), a_cluster("c2")))
+    spec = {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {"configurations": [{"scoreCoordinate": {"builtIn": "Steady"}, "weight": -1}]},
+    }
+    emits = driver.apply(a_placement(spec))
+    assert [clusters(data(e)) for e in emits] == [["c1"], ["c2"]]
+    assert driver.states[key_of(a_placement())].current() == frozenset({"c2"})
+
+
+def test_cluster_engine_deletion_publishes_deleted_then_tombstone() -> None:
+    driver = Driver(one_set_world(*THREE))
+    placement = a_placement()
+    driver.apply(placement)
+    key = key_of(placement)
+    gone = ObjectDeleted.model_validate({"metadata": {"name": "placement1", "namespace": "ns1"}})
+    raw = encode_event(kind_name="placement.deleted", data=gone, subject=key, event_id="d", time=NOW)
+    step = driver.engine.on_event(key, driver.states[key], decode_event(raw, TopicRole.SUBMISSIONS), driver.ctx())
+    assert step.state is None
+    final, tombstone = step.emits
+    assert data(final).deleted and data(final).placement_decisions == [] and data(final).decision_groups == []
+    assert (tombstone.kind, tombstone.data) == (None, None)
+    assert driver.engine.on_deleted(key, None, driver.ctx()).emits == ()
+    assert len(driver.engine.on_deleted(key, driver.states[key], driver.ctx()).emits) == 2
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"annotations": {DISABLE_ANNOTATION: "true"}}, {"deletionTimestamp": "2021-12-31T00:00:00Z"}],
+    ids=["B3-disabled", "B2-being-deleted"],
+)
+def test_cluster_engine_skips_disabled_and_deleting(metadata: dict[str, Any]) -> None:
+    driver = Driver(one_set_world(*THREE))
+    driver.apply(a_placement({"numberOfClusters": 1}))
+    raw = {"metadata": {"name": "placement1", "namespace": "ns1", **metadata}, "spec": {"numberOfClusters": 3}}
+    assert driver.apply(Placement.model_validate(raw)) == []
+    state = driver.states[key_of(a_placement())]
+    assert state.current() == frozenset({"c1"})
+    assert driver.engine.next_due(state) is None
+
+
+def test_cluster_engine_disable_annotation_must_be_exactly_true() -> None:
+    driver = Driver(one_set_world(*THREE))
+    assert len(driver.apply(a_placement(annotations={DISABLE_ANNOTATION: "True"}))) == 1
+
+
+def test_cluster_engine_timers_and_resync() -> None:
+    world = one_set_world(
+        a_cluster("c1").with_taint("k", effect="NoSelect", time_added="2021-12-31T23:59:00Z"), a_cluster("c2")
+    )
+    driver = Driver(world)
+    placement = a_placement({"tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 120}]})
+    key = key_of(placement)
+    assert clusters(data(driver.apply(placement)[0])) == ["c1", "c2"]
+    due = driver.engine.next_due(driver.states[key])
+    assert due == NOW + timedelta(seconds=60)
+    driver.now = due
+    emits = driver.timer(key)
+    assert clusters(data(emits[0])) == ["c2"]
+    assert driver.engine.next_due(driver.states[key]) == due + timedelta(seconds=600)
+    driver.settings = EngineSettings(resync_seconds=0)
+    driver.timer(key)
+    assert driver.engine.next_due(driver.states[key]) is None
+
+
+def test_cluster_engine_score_expiry_timer() -> None:
+    world = one_set_world(a_cluster("c1"), a_cluster("c2"))
+    world.with_score("c1", "res", {"s": 50}, valid_until="2022-01-01T00:00:30Z")
+    driver = Driver(world, settings=EngineSettings(resync_seconds=0))
+    spec = {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "res", "scoreName": "s"}}}
+            ],
+        },
+    }
+    placement = a_placement(spec)
+    key = key_of(placement)
+    assert clusters(data(driver.apply(placement)[0])) == ["c1"]
+    assert driver.engine.next_due(driver.states[key]) == NOW + timedelta(seconds=31)
+    driver.now = NOW + timedelta(seconds=31)
+    event = data(driver.timer(key)[0])
+    assert event.warning == {"plugin": "AddOn/res/s", "message": "AddOnPlacementScores c1/res expired"}
+
+
+def _indexed_world() -> World:
+    world = a_world().with_set("set1").with_set("set2")
+    world.with_set("prod", {"selectorType": "LabelSelector", "labelSelector": {"matchLabels": {"env": "prod"}}})
+    world.with_clusters(a_cluster("a").in_set("set1"), a_cluster("b").in_set("set2").with_labels(env="prod"))
+    world.with_binding("ns1", "set1").with_binding("ns2", "set2").with_binding("ns3", "set1", "set2").with_binding(
+        "ns4", "prod"
+    )
+    return world
+
+
+def _indexed_driver() -> Driver:
+    driver = Driver(_indexed_world())
+    driver.apply(a_placement(name="p1", namespace="ns1"))
+    driver.apply(a_placement(name="p2", namespace="ns2"))
+    driver.apply(a_placement({"clusterSets": ["set2"]}, name="p3", namespace="ns3"))
+    driver.apply(a_placement(name="p0", namespace="ns3"))
+    driver.apply(a_placement(name="p4", namespace="ns4"))
+    cel = {
+        "predicates": [
+            {
+                "requiredClusterSelector": {
+                    "celSelector": {"celExpressions": ['managedCluster.scores("cpu").size() >= 0']}
+                }
+            }
+        ]
+    }
+    driver.apply(a_placement(cel, name="p5", namespace="ns3"))
+    addon = {
+        "prioritizerPolicy": {
+            "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "mem", "scoreName": "s"}}}
+            ]
+        }
+    }
+    driver.apply(a_placement(addon, name="p6", namespace="ns2"))
+    return driver
+
+
+def _cluster(name: str, **labels: str) -> ManagedCluster:
+    return ManagedCluster.model_validate({"metadata": {"name": name, "labels": labels}})
+
+
+SET_LABEL = "cluster.open-cluster-management.io/clusterset"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda inv: inv.apply(_cluster("new", **{SET_LABEL: "set1"}), NOW),
+            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
+        ),
+        (
+            lambda inv: inv.apply(_cluster("a", **{SET_LABEL: "set2"}), NOW),
+            [
+                "Placement/ns1/p1",
+                "Placement/ns2/p2",
+                "Placement/ns2/p6",
+                "Placement/ns3/p0",
+                "Placement/ns3/p3",
+                "Placement/ns3/p5",
+            ],
+        ),
+        (
+            lambda inv: inv.apply(_cluster("b", env="prod"), NOW),
+            [
+                "Placement/ns2/p2",
+                "Placement/ns2/p6",
+                "Placement/ns3/p0",
+                "Placement/ns3/p3",
+                "Placement/ns3/p5",
+                "Placement/ns4/p4",
+            ],
+        ),
+        (
+            lambda inv: inv.delete(ObjectKey("ManagedCluster", "", "a"), NOW),
+            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
+        ),
+        (
+            lambda inv: inv.apply(ClusterTaintsUpdated(cluster="a", taints=[Taint(key="k", effect="NoSelect")]), NOW),
+            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
+        ),
+        (
+            lambda inv: inv.delete(ObjectKey("ManagedClusterSetBinding", "ns3", "set2"), NOW),
+            ["Placement/ns3/p0", "Placement/ns3/p3", "Placement/ns3/p5"],
+        ),
+        (
+            lambda inv: inv.delete(ObjectKey("ManagedClusterSet", "", "set1"), NOW),
+            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
+        ),
+        (lambda inv: inv.apply(_score("a", "cpu", 1), NOW), ["Placement/ns3/p5"]),
+        (lambda inv: inv.apply(_score("b", "mem", 1), NOW), ["Placement/ns2/p6"]),
+        (lambda inv: inv.apply(_score("b", "other", 1), NOW), []),
+    ],
+    ids=[
+        "cluster-added",
+        "cluster-moved-sets",
+        "label-selector-set",
+        "cluster-deleted",
+        "taints",
+        "binding",
+        "set",
+        "cel-scores-literal",
+        "addon-resource",
+        "unused-score",
+    ],
+)
+def test_cluster_engine_affected_by_is_index_driven(change: Any, expected: list[str]) -> None:
+    driver = _indexed_driver()
+    changes = change(driver.inventory)
+    assert changes
+    assert driver.change(changes) == expected
+
+
+def test_cluster_engine_non_literal_scores_call_matches_every_score() -> None:
+    driver = _indexed_driver()
+    expr = "managedCluster.scores(managedCluster.metadata.name).size() >= 0"
+    cel = {"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": [expr]}}}]}
+    driver.apply(a_placement(cel, name="p7", namespace="ns1"))
+    assert driver.change(driver.inventory.apply(_score("a", "anything", 1), NOW)) == ["Placement/ns1/p7"]
+
+
+def test_cluster_engine_balance_counts_other_placements() -> None:
+    driver = Driver(one_set_world(*THREE))
+    for index in range(3):
+        emits = driver.apply(a_placement({"numberOfClusters": 1}, name=f"p{index}"))
+        assert clusters(data(emits[0])) == [f"c{index + 1}"]
+    # Deleting p0 frees c1; a new placement now prefers it.
+    driver._commit("Placement/ns1/p0", None, ())
+    assert clusters(data(driver.apply(a_placement({"numberOfClusters": 1}, name="p9"))[0])) == ["c1"]
+    others = driver.engine.others("Placement/ns1/p9")
+    assert [others.count(c) for c in ("c1", "c2", "c3")] == [0, 1, 1]
+    assert others.max_count() == 1
+
+
+def test_cluster_engine_state_round_trip() -> None:
+    world = one_set_world(*THREE)
+    world.with_score("c1", "res", {"s": 1}, valid_until="2021-01-01T00:00:00Z")
+    driver = Driver(world)
+    spec = {
+        "prioritizerPolicy": {
+            "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "res", "scoreName": "s"}}}
+            ]
+        }
+    }
+    placement = a_placement(spec)
+    driver.apply(placement)
+    state = driver.states[key_of(placement)]
+    raw = orjson.loads(orjson.dumps(driver.engine.dump_state(state)))
+    assert driver.engine.load_state(raw) == state
+    fresh = ClusterPlacementEngine()
+    assert fresh.decide(key_of(placement), fresh.load_state(raw), driver.ctx()).emits == ()
+    with pytest.raises(InvalidStateError):
+        driver.engine.load_state({"placement": {"metadata": {}}})
+
+
+def test_cluster_engine_explain_in_event_and_function() -> None:
+    world = one_set_world(
+        a_cluster("c1").with_labels(env="prod"),
+        a_cluster("c2"),
+        a_cluster("c3").with_labels(env="prod").with_taint("k"),
+    )
+    placement = a_placement(
+        {"predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}
+    )
+    key = key_of(placement)
+    driver = Driver(world, settings=EngineSettings(explain=frozenset({key})))
+    event = data(driver.apply(placement)[0])
+    assert event.filtered_by == {"c2": "Predicate", "c3": "TaintToleration"}
+    assert event.prioritizers == [
+        {"name": "Balance", "weight": 1, "scores": {"c1": 100}},
+        {"name": "Steady", "weight": 1, "scores": {"c1": 0}},
+    ]
+    doc = explain_placement(key, driver.states[key], driver.ctx())
+    assert doc["filteredPipelineResults"] == [
+        {"name": "Predicate", "filteredClusters": ["c1", "c3"]},
+        {"name": "Predicate,TaintToleration", "filteredClusters": ["c1"]},
+    ]
+    assert doc["aggregatedScores"] == {"c1": 200}
+    assert doc["prioritizeResults"][1] == {"name": "Steady", "weight": 1, "scores": {"c1": 100}}
+    assert driver.engine.explain(key, driver.states[key], driver.ctx())["selected"] == ["c1"]
+
+
+def test_cluster_engine_misconfigured_publishes_one_empty_page() -> None:
+    driver = Driver(one_set_world(*THREE))
+    driver.apply(a_placement())
+    event = data(driver.apply(a_placement({"prioritizerPolicy": {"mode": "Bad"}}))[0])
+    assert [p["metadata"]["name"] for p in event.placement_decisions] == ["placement1-decision-1"]
+    assert clusters(event) == [] and event.scores == {}
+    assert event.conditions[0].message == ":incorrect prioritizer policy mode: Bad"
+
+
+def test_cluster_engine_unknown_set_selector_publishes_nothing() -> None:
+    world = (
+        a_world().with_clusters(a_cluster("c1")).with_set("odd", {"selectorType": "Weird"}).with_binding("ns1", "odd")
+    )
+    driver = Driver(world)
+    assert driver.apply(a_placement()) == []
+    assert driver.engine.next_due(driver.states[key_of(a_placement())]) == NOW + timedelta(seconds=600)
+
+
+def test_cluster_engine_ignores_queue_config() -> None:
+    driver = Driver(one_set_world(*THREE))
+    driver.apply(a_placement())
+    state = driver.states[key_of(a_placement())]
+    assert driver.engine.on_config(key_of(a_placement()), state, driver.ctx()).state is state

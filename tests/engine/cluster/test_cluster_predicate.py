@@ -1,0 +1,295 @@
+"""Predicate filter: label and claim selectors, validation texts, CEL (spec C6–C16)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
+
+from engine.cluster import cel_env
+from engine.cluster.cel_env import CelCompileError, CelProgram, compile_expression
+from engine.cluster.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.selectors import SelectorError, compile_selector, matches
+from engine.cluster.views import InventoryView, cluster_document
+from topics.k8s import LabelSelectorRequirement
+
+LABELLED = (
+    a_cluster("c1").with_labels(env="prod", cloud="Amazon"),
+    a_cluster("c2").with_labels(env="dev", cloud=""),
+    a_cluster("c3").with_labels(env="prod"),
+)
+
+
+def _label_predicate(selector: dict[str, Any]) -> dict[str, Any]:
+    return {"predicates": [{"requiredClusterSelector": {"labelSelector": selector}}]}
+
+
+def _expr(key: str, operator: str, values: list[str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "operator": operator}
+    if values is not None:
+        out["values"] = values
+    return out
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ({}, ["c1", "c2", "c3"]),
+        ({"matchLabels": {"env": "prod"}}, ["c1", "c3"]),
+        ({"matchExpressions": [_expr("env", "In", ["dev", "test"])]}, ["c2"]),
+        ({"matchExpressions": [_expr("cloud", "NotIn", ["Amazon"])]}, ["c2", "c3"]),
+        ({"matchExpressions": [_expr("cloud", "Exists")]}, ["c1", "c2"]),
+        ({"matchExpressions": [_expr("cloud", "DoesNotExist")]}, ["c3"]),
+        ({"matchLabels": {"env": "prod"}, "matchExpressions": [_expr("cloud", "Exists")]}, ["c1"]),
+    ],
+    ids=["empty", "matchLabels", "In", "NotIn-absent-key-passes", "Exists-empty-value", "DoesNotExist", "AND"],
+)
+def test_cluster_label_selector_semantics(selector: dict[str, Any], expected: list[str]) -> None:
+    result = run(one_set_world(*LABELLED), a_placement(_label_predicate(selector)))
+    assert decided(result) == expected
+
+
+@pytest.mark.parametrize(
+    ("expressions", "expected"),
+    [
+        ([_expr("region", "In", ["us-east-1"])], ["c1"]),
+        ([_expr("region", "NotIn", ["us-east-1"])], ["c2", "c3"]),
+        ([_expr("region", "Exists")], ["c1", "c2"]),
+        ([_expr("region", "DoesNotExist")], ["c3"]),
+    ],
+)
+def test_cluster_claim_selector_semantics(expressions: list[dict[str, Any]], expected: list[str]) -> None:
+    world = one_set_world(
+        a_cluster("c1").with_claims(region="us-east-1"), a_cluster("c2").with_claims(region="eu"), a_cluster("c3")
+    )
+    spec = {"predicates": [{"requiredClusterSelector": {"claimSelector": {"matchExpressions": expressions}}}]}
+    assert decided(run(world, a_placement(spec))) == expected
+
+
+def test_cluster_claims_last_duplicate_wins() -> None:
+    world = one_set_world(a_cluster("c1"))
+    inventory = world.inventory()
+    raw = {"metadata": {"name": "c1", "labels": {"cluster.open-cluster-management.io/clusterset": "set1"}}}
+    raw["status"] = {"clusterClaims": [{"name": "r", "value": "a"}, {"name": "r", "value": "b"}]}
+    from cluster_builders import NOW
+
+    from topics.inventory import ManagedCluster
+
+    inventory.apply(ManagedCluster.model_validate(raw), NOW)
+    assert InventoryView(inventory).claims("c1") == {"r": "b"}
+
+
+def test_cluster_predicates_are_ored_and_selectors_anded() -> None:
+    world = one_set_world(
+        a_cluster("c1").with_labels(env="prod").with_claims(region="eu"),
+        a_cluster("c2").with_labels(env="prod"),
+        a_cluster("c3").with_labels(env="dev").with_claims(region="us"),
+    )
+    spec = {
+        "predicates": [
+            {
+                "requiredClusterSelector": {
+                    "labelSelector": {"matchLabels": {"env": "prod"}},
+                    "claimSelector": {"matchExpressions": [_expr("region", "In", ["eu"])]},
+                }
+            },
+            {"requiredClusterSelector": {"claimSelector": {"matchExpressions": [_expr("region", "In", ["us"])]}}},
+        ]
+    }
+    assert decided(run(world, a_placement(spec))) == ["c1", "c3"]
+
+
+@pytest.mark.parametrize(
+    ("requirement", "message"),
+    [
+        (_expr("env", "Foo", ["a"]), '"Foo" is not a valid label selector operator'),
+        (
+            _expr("env", "In", []),
+            "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            _expr("env", "NotIn"),
+            "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            _expr("env", "Exists", ["x"]),
+            'values: Invalid value: []string{"x"}: values set must be empty for exists and does not exist',
+        ),
+        (_expr("-bad", "Exists"), 'key: Invalid value: "-bad": name part must consist of alphanumeric characters'),
+        (_expr("a/b/c", "Exists"), 'key: Invalid value: "a/b/c": a qualified name must consist of'),
+        (
+            _expr("Bad.Prefix/x", "Exists"),
+            'key: Invalid value: "Bad.Prefix/x": prefix part a lowercase RFC 1123 subdomain',
+        ),
+        (_expr("/x", "Exists"), 'key: Invalid value: "/x": prefix part must be non-empty'),
+        (_expr("x" * 64, "Exists"), "name part must be no more than 63 characters"),
+        (
+            _expr("env", "In", ["bad value"]),
+            'values[0][env]: Invalid value: "bad value": a valid label must be an empty string',
+        ),
+        (_expr("env", "In", ["v" * 64]), "must be no more than 63 characters"),
+    ],
+    ids=[
+        "operator",
+        "In-empty",
+        "NotIn-nil",
+        "Exists-values",
+        "key-start",
+        "key-slashes",
+        "prefix-case",
+        "prefix-empty",
+        "key-long",
+        "value-chars",
+        "value-long",
+    ],
+)
+def test_cluster_selector_validation_texts(requirement: dict[str, Any], message: str) -> None:
+    with pytest.raises(SelectorError) as error:
+        compile_selector(None, [LabelSelectorRequirement.model_validate(requirement)])
+    assert message in str(error.value)
+
+
+def test_cluster_selector_accepts_valid_keys_and_empty_values() -> None:
+    selector = compile_selector({"example.com/name": ""}, [LabelSelectorRequirement(key="a.b_c-d", operator="Exists")])
+    assert matches(selector, {"example.com/name": "", "a.b_c-d": "x"})
+    assert not matches(selector, {"example.com/name": "x", "a.b_c-d": "x"})
+
+
+def test_cluster_invalid_predicate_is_misconfigured_with_plugin_name() -> None:
+    spec = _label_predicate({"matchExpressions": [_expr("env", "Foo", ["a"])]})
+    result = run(one_set_world(*LABELLED), a_placement(spec))
+    assert condition(result, MISCONFIGURED) == (
+        "True",
+        "Misconfigured",
+        'Predicate:"Foo" is not a valid label selector operator',
+    )
+    assert decided(result) == []
+    assert condition(result, SATISFIED)[1] == "NoManagedClusterMatched"
+
+
+def test_cluster_invalid_predicate_not_reported_without_candidates() -> None:
+    world = one_set_world()
+    spec = _label_predicate({"matchExpressions": [_expr("env", "Foo", ["a"])]})
+    result = run(world.with_set("set1"), a_placement(spec))
+    assert condition(result, MISCONFIGURED)[0] == "False"
+    assert condition(result, SATISFIED)[1] == "AllManagedClusterSetsEmpty"
+
+
+def _cel(*expressions: str) -> dict[str, Any]:
+    return {"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": list(expressions)}}}]}
+
+
+CEL_WORLD = (
+    a_cluster("c1").with_labels(env="prod", version="1.20.3").with_claims(platform="AWS"),
+    a_cluster("c2").with_labels(env="dev", version="1.18.0").with_claims(platform="GCP"),
+    a_cluster("c3").with_labels(version="not-semver"),
+)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('managedCluster.metadata.labels["env"] == "prod"', ["c1"]),
+        ('managedCluster.metadata.labels.env.startsWith("d")', ["c2"]),
+        ("has(managedCluster.metadata.labels.env)", ["c1", "c2"]),
+        ('managedCluster.status.clusterClaims.exists(c, c.name == "platform" && c.value == "AWS")', ["c1"]),
+        ('managedCluster.status.clusterClaims.all(c, c.value.lowerAscii() == "gcp")', ["c2"]),
+        ('managedCluster.status.clusterClaims.exists_one(c, c.value.matches("^A"))', ["c1"]),
+        ("managedCluster.status.clusterClaims.map(c, c.value).filter(v, v.size() == 3).size() == 1", ["c1", "c2"]),
+        ('semver(managedCluster.metadata.labels.version).isGreaterThan(semver("1.19.0"))', ["c1"]),
+        ('semver(managedCluster.metadata.labels.version).isLessThan(semver("1.19.0"))', ["c2"]),
+        ('semver(managedCluster.metadata.labels.version).compareTo(semver("1.20.3")) == 0', ["c1"]),
+        ("semver(managedCluster.metadata.labels.version).minor() >= 18", ["c1", "c2"]),
+        ("semver(managedCluster.metadata.labels.version).major() == 1", ["c1", "c2"]),
+        ("semver(managedCluster.metadata.labels.version).patch() == 3", ["c1"]),
+        ("!isSemver(managedCluster.metadata.labels.version)", ["c3"]),
+        ('managedCluster.metadata.labels.version.split(".").size() == 3', ["c1", "c2"]),
+        ('managedCluster.metadata.labels.version.find("[0-9]+") == "1"', ["c1", "c2"]),
+        ('managedCluster.metadata.labels.version.findAll("[0-9]+").size() == 3', ["c1", "c2"]),
+        ('managedCluster.metadata.name.replace("c", "x") == "x1"', ["c1"]),
+        ('managedCluster.metadata.name.substring(1) == "3"', ["c3"]),
+        ('managedCluster.metadata.name.indexOf("2") == 1', ["c2"]),
+        ('managedCluster.metadata.name.upperAscii().charAt(0) == "C"', ["c1", "c2", "c3"]),
+        ('["a", managedCluster.metadata.name].join("-") == "a-c2"', ["c2"]),
+        ('"%s!".format([managedCluster.metadata.name]) == "c1!"', ["c1"]),
+        ("'{\"n\": 2}'.parseJSON().n == 2.0", ["c1", "c2", "c3"]),
+        ('managedCluster.metadata.labels["missing"] == "x" || managedCluster.metadata.name == "c3"', ["c3"]),
+        ("managedCluster.metadata.name", []),
+    ],
+)
+def test_cluster_cel_expressions(expression: str, expected: list[str]) -> None:
+    assert decided(run(one_set_world(*CEL_WORLD), a_placement(_cel(expression)))) == expected
+
+
+def test_cluster_cel_expressions_are_anded() -> None:
+    spec = _cel('managedCluster.metadata.labels.env == "prod"', 'managedCluster.metadata.name == "c2"')
+    assert decided(run(one_set_world(*CEL_WORLD), a_placement(spec))) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        ("managedCluster.metadata.name ==", "Syntax error"),
+        ('managedCluster.metadata.name.base64() == "x"', "undeclared reference to 'base64'"),
+        ("ip(managedCluster.metadata.name)", "undeclared reference to 'ip'"),
+        ("[1].reduce(a, b, 0, a + b) == 1", "undeclared reference to 'reduce'"),
+    ],
+)
+def test_cluster_cel_compile_failure_is_misconfigured(expression: str, fragment: str) -> None:
+    result = run(one_set_world(*CEL_WORLD), a_placement(_cel(expression)))
+    status, _, message = condition(result, MISCONFIGURED)
+    assert status == "True"
+    assert message.startswith("Predicate:compilation failed: ")
+    assert fragment in message
+
+
+SCORED = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+
+
+def _scored_world() -> Any:
+    world = one_set_world(*SCORED)
+    world.with_score("c1", "usage", {"cpu": 90, "mem": 10}, valid_until="2021-01-01T00:00:00Z")
+    world.with_score("c2", "usage", {"cpu": 50})
+    world.with_score("c3", "usage", {"mem": 1})
+    return world
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('managedCluster.scores("usage").exists(s, s.name == "cpu" && s.value > 80)', ["c1"]),
+        ('managedCluster.scores("usage").filter(s, s.name == "cpu").all(e, e.value > 80)', ["c1", "c3"]),
+        ('managedCluster.scores("missing").size() == 0', []),
+    ],
+    ids=["expired-values-still-returned", "C16-quirk-no-entry-is-true", "missing-object-is-no-match"],
+)
+def test_cluster_cel_scores(expression: str, expected: list[str]) -> None:
+    assert decided(run(_scored_world(), a_placement(_cel(expression)))) == expected
+
+
+def test_cluster_cel_runaway_expression_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cel_env, "EXPRESSION_LIMIT", 500)
+    big = "[" + ",".join(["1"] * 30) + "]"
+    runaway = compile_expression(f"{big}.all(a, {big}.all(b, a == b || true))")
+    world = one_set_world(a_cluster("c1"))
+    view = InventoryView(world.inventory())
+    assert CelProgram((runaway,), view.cel_activation()).matches(view.cel_document("c1")) is False
+    small = compile_expression("[1, 2].all(a, a > 0)")
+    assert CelProgram((small,), view.cel_activation()).matches(view.cel_document("c1")) is True
+
+
+def test_cluster_cel_compile_reports_score_names() -> None:
+    assert compile_expression('managedCluster.scores("a").size() > 0').score_names == frozenset({"a"})
+    assert compile_expression("managedCluster.scores(managedCluster.metadata.name).size() > 0").score_names is None
+    with pytest.raises(CelCompileError):
+        compile_expression("unknownFn()")
+
+
+def test_cluster_cel_document_omits_empty_fields() -> None:
+    doc = cluster_document(a_cluster("c1").build())
+    assert doc["metadata"] == {"name": "c1"}
+    assert "spec" not in doc
+    with_values = cluster_document(a_cluster("c2").with_labels(a="b").with_resources({"cpu": "2"}).build())
+    assert with_values["metadata"]["labels"] == {"a": "b"}
+    assert with_values["status"]["allocatable"] == {"cpu": "2"}

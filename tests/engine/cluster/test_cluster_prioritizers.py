@@ -1,0 +1,214 @@
+"""Prioritizer weights, formulas, sorting and selection (spec E, F, G)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
+
+from engine.cluster.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.plugins.balance import balance_score
+from engine.cluster.quantity import parse_quantity
+from engine.cluster.status import Code
+
+THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+
+
+def _policy(*configs: dict[str, Any], mode: str | None = None, **extra: Any) -> dict[str, Any]:
+    policy: dict[str, Any] = {"configurations": list(configs)}
+    if mode is not None:
+        policy["mode"] = mode
+    return {"prioritizerPolicy": policy, **extra}
+
+
+def _builtin(name: str, weight: int | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"scoreCoordinate": {"type": "BuiltIn", "builtIn": name}}
+    if weight is not None:
+        config["weight"] = weight
+    return config
+
+
+def _addon(resource: str, score: str, weight: int = 1) -> dict[str, Any]:
+    return {
+        "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": resource, "scoreName": score}},
+        "weight": weight,
+    }
+
+
+@pytest.mark.parametrize(
+    ("max_count", "counts", "scores"),
+    [
+        (2, [1, 2], [0, -100]),
+        (3, [1, 2, 3], [32, -32, -100]),
+        (4, [1, 2, 3, 4], [50, 0, -50, -100]),
+        (5, [1, 2, 3, 4, 5], [60, 18, -18, -60, -100]),
+        (7, [0], [100]),
+    ],
+)
+def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list[int]) -> None:
+    assert [balance_score(c, max_count) for c in counts] == scores
+
+
+def test_cluster_balance_max_count_includes_non_candidates() -> None:
+    result = run(one_set_world(*THREE), a_placement(), balance={"c1": 1, "elsewhere": 4})
+    balance = next(p for p in result.prioritizers if p.name == "Balance")
+    assert balance.scores == {"c1": 50, "c2": 100, "c3": 100}
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "expected"),
+    [
+        ({"c1": "10", "c2": "17", "c3": "20"}, {"c1": -100, "c2": 39, "c3": 100}),
+        ({"c1": "0", "c2": "3", "c3": "10"}, {"c1": -100, "c2": -40, "c3": 100}),
+        ({"c1": "0", "c2": "2", "c3": "3"}, {"c1": -100, "c2": 33, "c3": 100}),
+        ({"c1": "0", "c2": "6", "c3": "10"}, {"c1": -100, "c2": 19, "c3": 100}),
+        ({"c1": "0", "c2": "8", "c3": "10"}, {"c1": -100, "c2": 60, "c3": 100}),
+        ({"c1": "500m", "c2": "500m", "c3": "500m"}, {"c1": 100, "c2": 100, "c3": 100}),
+        ({"c1": "1Gi", "c2": "1536Mi"}, {"c1": -100, "c2": 100}),
+    ],
+    ids=["0.7", "0.3", "2/3", "0.6", "0.8", "equal", "missing-resource-no-score"],
+)
+def test_cluster_resource_formula(allocatable: dict[str, str], expected: dict[str, int]) -> None:
+    clusters = [a_cluster(n).with_resources({"cpu": v, "memory": v}) for n, v in allocatable.items()]
+    clusters += [a_cluster(n) for n in ("c1", "c2", "c3") if n not in allocatable]
+    for builtin in ("ResourceAllocatableCPU", "ResourceAllocatableMemory"):
+        result = run(one_set_world(*clusters), a_placement(_policy(_builtin(builtin), mode="Exact")))
+        assert result.prioritizers[0].scores == expected
+        assert result.scores == {**dict.fromkeys(("c1", "c2", "c3"), 0), **expected}
+
+
+def test_cluster_resource_requires_capacity() -> None:
+    only_alloc = a_cluster("c1").with_resources({"cpu": "4"}, capacity={"memory": "1"})
+    result = run(
+        one_set_world(only_alloc, a_cluster("c2").with_resources({"cpu": "2"})),
+        a_placement(_policy(_builtin("ResourceAllocatableCPU"), mode="Exact")),
+    )
+    assert result.prioritizers[0].scores == {"c2": 100}
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("500m", 0.5),
+        ("4Gi", 4294967296.0),
+        ("2", 2.0),
+        (3, 3.0),
+        ("1k", 1000.0),
+        ("1.5M", 1.5e6),
+        ("1e3", 1000.0),
+        ("100Ki", 102400.0),
+        ("x", None),
+    ],
+)
+def test_cluster_quantities(raw: str | int, value: float | None) -> None:
+    assert parse_quantity(raw) == value
+
+
+def test_cluster_steady_keeps_current_decisions() -> None:
+    result = run(one_set_world(*THREE), a_placement({"numberOfClusters": 1}), current=["c3"])
+    assert decided(result) == ["c3"]
+    assert result.scores == {"c1": 100, "c2": 100, "c3": 200}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (_policy(mode="Weird"), ":incorrect prioritizer policy mode: Weird"),
+        (_policy({"weight": 2}), ":scoreCoordinate field is required"),
+        (_policy({"scoreCoordinate": {"type": "AddOn"}}), ":addOn should not be empty"),
+        (_policy(_builtin("Spread")), ":incorrect builtin prioritizer: Spread"),
+        (_policy(_builtin("Nope"), {"weight": 1}), ":scoreCoordinate field is required"),
+        (_policy(_builtin("First"), _builtin("Second")), ":incorrect builtin prioritizer: First"),
+        ({"numberOfClusters": -2}, ":numberOfClusters cannot be negative: -2"),
+        ({"numberOfClusters": -2, **_policy(_builtin("Bad"))}, ":incorrect builtin prioritizer: Bad"),
+    ],
+    ids=[
+        "mode",
+        "no-coordinate",
+        "addon-empty",
+        "spread",
+        "configs-before-names",
+        "first-bad-name",
+        "negative-noc",
+        "prioritizer-before-noc",
+    ],
+)
+def test_cluster_weight_misconfigurations(spec: dict[str, Any], message: str) -> None:
+    result = run(one_set_world(*THREE), a_placement(spec))
+    assert condition(result, MISCONFIGURED) == ("True", "Misconfigured", message)
+    assert decided(result) == []
+    assert result.scores == {}
+    assert condition(result, SATISFIED)[1] == "NoManagedClusterMatched"
+
+
+def test_cluster_weight_zero_disables_without_validation() -> None:
+    result = run(
+        one_set_world(*THREE), a_placement(_policy(_builtin("Spread", 0), _builtin("Steady", 0))), current=["c1"]
+    )
+    assert condition(result, MISCONFIGURED)[0] == "False"
+    assert [p.name for p in result.prioritizers] == ["Balance"]
+
+
+def test_cluster_additive_order_and_later_weight_wins() -> None:
+    spec = _policy(
+        _builtin("ResourceAllocatableCPU", 2), _addon("r", "s", 3), _builtin("Balance", 5), _addon("r", "s", -1)
+    )
+    result = run(one_set_world(*THREE), a_placement(spec))
+    assert [(p.name, p.weight) for p in result.prioritizers] == [
+        ("Balance", 5),
+        ("Steady", 1),
+        ("ResourceAllocatableCPU", 2),
+        ("AddOn/r/s", -1),
+    ]
+
+
+def test_cluster_negative_weights_and_tie_break_by_name() -> None:
+    spec = _policy(_builtin("Steady", -3), mode="Exact", numberOfClusters=2)
+    result = run(
+        one_set_world(a_cluster("cluster2"), a_cluster("cluster10"), a_cluster("x")), a_placement(spec), current=["x"]
+    )
+    assert result.ranked() == ["cluster10", "cluster2", "x"]
+    assert result.selected == ["cluster10", "cluster2"]
+    assert result.scores["x"] == -300
+
+
+def test_cluster_addon_scores_and_expiry_warning() -> None:
+    world = one_set_world(a_cluster("c1"), a_cluster("c2"), a_cluster("c3"), a_cluster("c4"))
+    world.with_score("c1", "res", {"s": 30, "t": 1}, valid_until="2022-01-01T00:00:00Z")
+    world.with_score("c2", "res", {"s": 90}, valid_until="2021-12-31T23:00:00Z")
+    world.with_score("c3", "res", {"s": 5, "s ": 1})
+    world.with_score("c4", "other", {"s": 100}, valid_until="2021-01-01T00:00:00Z")
+    spec = _policy(_addon("res", "s", 2), _addon("other", "s"), mode="Exact")
+    result = run(world, a_placement(spec))
+    assert result.prioritizers[0].scores == {"c1": 30, "c2": 0, "c3": 5, "c4": 0}
+    assert result.scores == {"c1": 60, "c2": 0, "c3": 10, "c4": 0}
+    assert result.status.code is Code.WARNING
+    assert (result.status.plugin, result.status.message) == ("AddOn/other/s", "AddOnPlacementScores c4/other expired")
+    assert condition(result, MISCONFIGURED)[0] == "False"
+    assert (result.due - NOW).total_seconds() == 1.0  # type: ignore[operator]
+
+
+def test_cluster_addon_warning_lists_expired_by_name() -> None:
+    world = one_set_world(a_cluster("b"), a_cluster("a"))
+    for name in ("a", "b"):
+        world.with_score(name, "res", {"s": 1}, valid_until="2021-01-01T00:00:00Z")
+    result = run(world, a_placement(_policy(_addon("res", "s"))))
+    assert result.status.message == "AddOnPlacementScores a/res b/res expired"
+    assert decided(result) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("count", "selected", "reason", "message"),
+    [
+        (None, 3, "AllDecisionsScheduled", "All cluster decisions scheduled"),
+        (2, 2, "AllDecisionsScheduled", "All cluster decisions scheduled"),
+        (5, 3, "NotAllDecisionsScheduled", "2 cluster decisions unscheduled"),
+        (0, 0, "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate"),
+    ],
+)
+def test_cluster_number_of_clusters(count: int | None, selected: int, reason: str, message: str) -> None:
+    spec = {} if count is None else {"numberOfClusters": count}
+    result = run(one_set_world(*THREE), a_placement(spec))
+    assert len(result.selected) == selected
+    assert condition(result, SATISFIED)[1:] == (reason, message)

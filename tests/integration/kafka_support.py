@@ -1,0 +1,143 @@
+"""Helpers for real-broker tests: isolated topic names per test, an in-process processor, produce/consume."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+
+from streams.service import Processor
+from streams.settings import KafkaSettings, Settings, TopicNames
+
+Record = ConsumerRecord[bytes, bytes]
+
+
+class KafkaWorld:
+    """One test's private topics and group, with produce/collect helpers."""
+
+    def __init__(self, bootstrap: str, partitions: int = 2) -> None:
+        self.bootstrap = bootstrap
+        self.run_id = uuid.uuid4().hex[:10]
+        self.topics = TopicNames.prefixed(f"t{self.run_id}.")
+        self.partitions = partitions
+        self.group = f"placement-{self.run_id}"
+
+    def settings(self, **overrides: Any) -> Settings:
+        kafka = KafkaSettings(
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            task_partitions=self.partitions,
+            session_timeout_ms=6000,
+            **overrides.pop("kafka", {}),
+        )
+        return Settings(kafka=kafka, topics=self.topics, http_port=0, **overrides)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The same settings as environment variables, for a processor in a subprocess."""
+        env = {
+            "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS": self.bootstrap,
+            "PLACEMENT_KAFKA__GROUP_ID": self.group,
+            "PLACEMENT_KAFKA__TASK_PARTITIONS": str(self.partitions),
+            "PLACEMENT_KAFKA__SESSION_TIMEOUT_MS": "6000",
+            "PLACEMENT_HTTP_PORT": "0",
+            **{f"PLACEMENT_TOPICS__{role.upper()}": name for role, name in self.topics.model_dump().items()},
+        }
+        env.update(extra)
+        return env
+
+    async def produce(self, items: Sequence[tuple[str, str | None, Any]]) -> None:
+        """Send (topic, key, value) items; dict values are JSON-encoded, bytes are sent as they are."""
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all")
+        await producer.start()
+        try:
+            for topic, key, value in items:
+                body = value if isinstance(value, bytes) or value is None else orjson.dumps(value)
+                await producer.send_and_wait(topic, body, key=None if key is None else key.encode())
+        finally:
+            await producer.stop()
+
+    async def collect(self, topic: str, until: Callable[[list[Record]], bool], timeout: float = 45.0) -> list[Record]:
+        """Read `topic` from the beginning (read_committed) until `until(records)` holds."""
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=self.bootstrap,
+            group_id=None,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+        )
+        await consumer.start()
+        records: list[Record] = []
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while not until(records):
+                if loop.time() > deadline:
+                    raise AssertionError(f"timed out on {topic}; got {[_brief(r) for r in records]}")
+                batch = await consumer.getmany(timeout_ms=200)
+                for chunk in batch.values():
+                    records.extend(chunk)
+        finally:
+            await consumer.stop()
+        return records
+
+
+def _brief(record: Record) -> Any:
+    value = None
+    if record.value is not None:
+        try:
+            loaded = orjson.loads(record.value)
+            value = loaded.get("type") if isinstance(loaded, dict) else loaded
+        except orjson.JSONDecodeError:
+            value = record.value[:40]
+    return (record.key, value)
+
+
+def values(records: Sequence[Record], event_type: str | None = None) -> list[dict[str, Any]]:
+    """Decoded event values, optionally only of one type."""
+    found = [orjson.loads(r.value) for r in records if r.value is not None]
+    return [v for v in found if event_type is None or v["type"] == event_type]
+
+
+@asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[Processor]:
+    """A processor running in this event loop until the block ends (graceful stop)."""
+    processor = Processor(settings)
+    task = asyncio.create_task(processor.run())
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not processor.ready:
+            if task.done():
+                task.result()
+            if loop.time() > deadline:
+                raise AssertionError("processor did not become ready in 60 s")
+            await asyncio.sleep(0.05)
+        yield processor
+    finally:
+        processor.request_stop()
+        await asyncio.wait_for(task, 30)
+
+
+def event(kind: str, data: Any, event_id: str | None = None, time: str | None = None) -> dict[str, Any]:
+    """A CloudEvent value."""
+    value = {
+        "specversion": "1.0",
+        "id": event_id or uuid.uuid4().hex,
+        "source": "/tests",
+        "type": f"{kind}.v1",
+        "datacontenttype": "application/json",
+        "data": data,
+    }
+    if time is not None:
+        value["time"] = time
+    return value
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -1,0 +1,193 @@
+"""The processor end to end on a real Apache Kafka broker: state, dead letters, restart, replay parity."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from kafka_support import EXAMPLES, KafkaWorld, event, running, values
+
+from engine.inventory import ObjectKey
+from streams.replay import Replayer
+from streams.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+VOLATILE = {"id", "time", "evaluationTime", "lastTransitionTime", "lastUpdateTime"}
+
+
+def cluster(name: str, **labels: str) -> dict[str, Any]:
+    return event("managedcluster.applied", {"metadata": {"name": name, "labels": labels}})
+
+
+def stable(value: Any) -> Any:
+    """A value without the fields that carry wall-clock instants or random ids."""
+    if isinstance(value, dict):
+        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    return value
+
+
+async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_inventory_events_become_state(world: KafkaWorld) -> None:
+    topics = world.topics
+    async with running(world.settings()) as processor:
+        await world.produce(
+            [
+                (topics.cluster_status, "ManagedCluster/c1", cluster("c1", env="prod")),
+                (
+                    topics.cluster_status,
+                    "ManagedClusterSet/prod",
+                    event("managedclusterset.applied", {"metadata": {"name": "prod"}}),
+                ),
+                (
+                    topics.taints,
+                    "c1",
+                    event("cluster.taints.updated", {"cluster": "c1", "taints": [{"key": "k", "effect": "NoSelect"}]}),
+                ),
+                (topics.cluster_status, "ManagedCluster/c2", cluster("c2")),
+                (topics.cluster_status, "ManagedCluster/c2", None),
+            ]
+        )
+        inventory = processor.runtime.inventory  # type: ignore[union-attr]
+        await wait_for(lambda: inventory.taints_of("c1") and inventory.cluster_set("prod") is not None)
+        await wait_for(lambda: inventory.get(ObjectKey("ManagedCluster", "", "c2")) is None and inventory.version >= 5)
+        assert inventory.cluster("c1").metadata.labels == {"env": "prod"}  # type: ignore[union-attr]
+        assert [t.key for t in inventory.taints_of("c1")] == ["k"]
+        assert inventory.taints_of("c1")[0].time_added is not None
+
+
+async def test_malformed_record_is_dead_lettered_and_the_next_good_record_is_processed(world: KafkaWorld) -> None:
+    topics = world.topics
+    placement = {"metadata": {"name": "web", "namespace": "apps"}, "spec": {}}
+    async with running(world.settings()) as processor:
+        await world.produce(
+            [
+                (topics.submissions, "Placement/apps/web", b"\xff not json"),
+                (topics.submissions, "Placement/apps/web", event("placement.exploded", placement)),
+                (topics.submissions, "Placement/apps/web", event("placement.applied", {"metadata": {}})),
+                (topics.submissions, "Placement/apps/web", event("placement.applied", placement)),
+            ]
+        )
+        letters = await world.collect(topics.dead_letter, lambda r: len(r) >= 3)
+        decisions = await world.collect(topics.decisions, lambda r: len(values(r, "placement.decided.v1")) >= 1)
+        assert processor.ready
+    stages = [dict(r.headers)["__connect.errors.stage"] for r in letters]
+    assert stages == [b"DECODE", b"VALIDATE", b"VALIDATE"]
+    first = dict(letters[0].headers)
+    assert letters[0].value == b"\xff not json" and letters[0].key == b"Placement/apps/web"
+    assert first["__connect.errors.topic"].decode() == topics.submissions
+    assert first["__connect.errors.exception.class.name"] == b"topics.errors.DecodeError"
+    assert {"__connect.errors.partition", "__connect.errors.offset", "__connect.errors.exception.message"} <= set(first)
+    assert b"unknown event type" in dict(letters[1].headers)["__connect.errors.exception.message"]
+    decided = values(decisions, "placement.decided.v1")[0]
+    assert decided["subject"] == "Placement/apps/web" and decided["data"]["name"] == "web"
+
+
+async def test_state_comes_back_from_kafka_after_a_kill(world: KafkaWorld, tmp_path: Any) -> None:
+    topics = world.topics
+    env = {**os.environ, **world.env(PLACEMENT_QUEUE_CONFIG=str(EXAMPLES / "queues.yaml"))}
+    first = subprocess.Popen([sys.executable, "-m", "streams", "run"], env=env, cwd=tmp_path, stderr=subprocess.DEVNULL)
+    try:
+        await world.produce(
+            [
+                (topics.cluster_status, "ManagedCluster/c1", cluster("c1")),
+                (
+                    topics.submissions,
+                    "Placement/apps/web",
+                    event("placement.applied", {"metadata": {"name": "web", "namespace": "apps"}}),
+                ),
+                (
+                    topics.submissions,
+                    "Application/default",
+                    event("application.submitted", {"applicationId": "a1", "user": "carol", "groups": ["dev"]}),
+                ),
+            ]
+        )
+        before = await world.collect(
+            topics.decisions,
+            lambda r: values(r, "placement.decided.v1") and values(r, "application.placed.v1"),
+            timeout=60,
+        )
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    placed = values(before, "application.placed.v1")[0]["data"]
+    assert placed["queue"] == "root.users.carol" and placed["created"] is True
+    assert not any(tmp_path.iterdir()), "the processor must keep nothing on local disk"
+
+    settings = world.settings(queue_config=EXAMPLES / "queues.yaml")
+    async with running(settings) as second:
+        runtime = second.runtime
+        assert runtime is not None
+        assert {"Placement/apps/web", "Application/default"} <= set(runtime.states)
+        await world.produce(
+            [
+                (
+                    topics.submissions,
+                    "Application/default",
+                    event("application.submitted", {"applicationId": "a2", "user": "carol", "groups": ["dev"]}),
+                )
+            ]
+        )
+        after = await world.collect(topics.decisions, lambda r: len(values(r, "application.placed.v1")) >= 2)
+    second_placed = values(after, "application.placed.v1")[1]["data"]
+    assert second_placed["queue"] == "root.users.carol"
+    assert second_placed["created"] is False, "the dynamic queue must have been restored"
+    assert len(values(after, "placement.decided.v1")) == 1, "an unchanged decision is not published again"
+
+
+async def test_replay_and_kafka_publish_the_same_decisions(world: KafkaWorld) -> None:
+    topics = world.topics
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    lines: list[tuple[str, str, dict[str, Any]]] = []
+    for raw in (EXAMPLES / "events.jsonl").read_text().splitlines():
+        item = orjson.loads(raw)
+        if item["topic"] == "placement.submissions" and item["key"].startswith("PlacementRule/"):
+            item["value"]["data"]["spec"].pop("advisors")  # no advisors: the rule decides without waiting
+        if item["topic"] == "placement.taints":
+            item["value"]["data"]["taints"][0].pop("timeAdded")
+        item["value"]["time"] = now
+        lines.append((item["topic"], item["key"], item["value"]))
+    out = io.BytesIO()
+    replayer = Replayer(Settings(), out, queue_config=EXAMPLES / "queues.yaml")  # the default topic names
+    replayer.run(orjson.dumps({"topic": t, "key": k, "value": v}) for t, k, v in lines)
+    replayed = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    expected = [
+        (r["key"], stable(r["value"]))
+        for r in replayed
+        if r["topic"] == "placement.decisions" and r["value"] is not None
+    ]
+    assert {e[1]["type"] for e in expected} >= {
+        "placement.decided.v1",
+        "application.placed.v1",
+        "placementrule.decided.v1",
+    }
+
+    names = {"placement.submissions": topics.submissions, "placement.cluster-status": topics.cluster_status}
+    names["placement.taints"] = topics.taints
+    async with running(world.settings(queue_config=EXAMPLES / "queues.yaml")) as processor:
+        for topic, key, value in lines:  # one record per batch, as replay does
+            done = processor.records_done
+            await world.produce([(names[topic], key, value)])
+            await wait_for(lambda d=done: processor.records_done > d)
+        records = await world.collect(topics.decisions, lambda r: len(r) >= len(expected))
+    published = [(r.key.decode(), stable(orjson.loads(r.value))) for r in records if r.value is not None]
+    assert sorted(map(orjson.dumps, published)) == sorted(map(orjson.dumps, expected))
