@@ -22,12 +22,13 @@ def external_bootstrap() -> str | None:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
 
 
-def _new_broker(data_dir: Path) -> LocalBroker:
+@contextmanager
+def _unavailable_on_error() -> Iterator[None]:
     try:
-        return LocalBroker(data_dir, ensure_kafka_libs())
-    except KafkaLibsError as exc:
+        yield
+    except (BrokerError, KafkaLibsError) as exc:
         raise BrokerUnavailable(
-            f"could not fetch Apache Kafka (set KAFKA_BOOTSTRAP_SERVERS to use a broker): {exc}"
+            f"could not fetch or start a local Kafka broker (set KAFKA_BOOTSTRAP_SERVERS to use one): {exc}"
         ) from exc
 
 
@@ -38,11 +39,9 @@ def session_broker(data_dir: Path) -> Iterator[str]:
     if external:
         yield external
         return
-    broker = _new_broker(data_dir)
-    try:
+    with _unavailable_on_error():
+        broker = LocalBroker(data_dir, ensure_kafka_libs())
         bootstrap = broker.start()
-    except BrokerError as exc:
-        raise BrokerUnavailable(f"could not start a local Kafka broker: {exc}") from exc
     try:
         yield bootstrap
     finally:
@@ -56,11 +55,9 @@ async def running_broker(data_dir: Path) -> AsyncIterator[str]:
     if external:
         yield external
         return
-    broker = _new_broker(data_dir)
-    try:
+    with _unavailable_on_error():
+        broker = LocalBroker(data_dir, ensure_kafka_libs())
         bootstrap = await broker.astart()
-    except BrokerError as exc:
-        raise BrokerUnavailable(f"could not start a local Kafka broker: {exc}") from exc
     try:
         yield bootstrap
     finally:

@@ -131,9 +131,14 @@ async def run_demo(*, keep_running: bool = False) -> int:
             f"== processor ready; metrics and probes on http://{settings.http_host}:{processor.http_port}", flush=True
         )
         python = sys.executable
+        quiet = ["--log-level", "WARNING"]  # the demo shows the advisors' work through the topics
         advisors = [
-            subprocess.Popen([python, "-m", "advisors.cpu_priority", "--bootstrap", bootstrap, "--name", "cpu"]),
-            subprocess.Popen([python, "-m", "advisors.veto", "--bootstrap", bootstrap, "--name", "veto", "cluster4"]),
+            subprocess.Popen(
+                [python, "-m", "advisors.cpu_priority", "--bootstrap", bootstrap, "--name", "cpu", *quiet]
+            ),
+            subprocess.Popen(
+                [python, "-m", "advisors.veto", "--bootstrap", bootstrap, "--name", "veto", *quiet, "cluster4"]
+            ),
         ]
         try:
             sent = await _send_examples(bootstrap)

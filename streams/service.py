@@ -263,8 +263,9 @@ class Processor:
             due = runtime.next_timer()
             if due is not None:
                 wait_ms = max(0, min(wait_ms, int((due - _utcnow()).total_seconds() * 1000) + 1))
-            inventory = await tables.getmany(timeout_ms=0, max_records=kafka.max_batch_records)
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
+            # the inventory is polled after the subjects, so a batch sees the tables at least as new as its records
+            inventory = await tables.getmany(timeout_ms=0, max_records=kafka.max_batch_records)
             if self._stop.is_set() and subjects:
                 # not processed: the offsets stay uncommitted and the next owner reads them again
                 break

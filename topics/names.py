@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["TOPIC_SPECS", "TopicRole", "TopicSpec"]
+__all__ = ["LARGE_RECORD_BYTES", "TOPIC_SPECS", "TopicRole", "TopicSpec"]
 
 
 class TopicRole(StrEnum):
@@ -32,7 +32,12 @@ class TopicSpec:
     default_name: str
     cleanup_policy: str
     co_partitioned: bool
+    max_message_bytes: int | None = None
+    """Raised above the broker's 1 MiB default where one record holds a subject's whole state or decision."""
 
+
+LARGE_RECORD_BYTES = 16 * 1024 * 1024
+"""A YuniKorn partition's state grows by ~150 bytes per running application: 16 MiB holds ~100,000."""
 
 TOPIC_SPECS: dict[TopicRole, TopicSpec] = {
     spec.role: spec
@@ -42,8 +47,8 @@ TOPIC_SPECS: dict[TopicRole, TopicSpec] = {
         TopicSpec(TopicRole.TAINTS, "placement.taints", "compact", False),
         TopicSpec(TopicRole.ADVISOR_RECOMMENDATIONS, "placement.advisor-recommendations", "delete", True),
         TopicSpec(TopicRole.ADVISOR_REQUESTS, "placement.advisor-requests", "delete", True),
-        TopicSpec(TopicRole.DECISIONS, "placement.decisions", "compact", True),
-        TopicSpec(TopicRole.CHANGELOG, "placement.state-changelog", "compact", True),
+        TopicSpec(TopicRole.DECISIONS, "placement.decisions", "compact", True, LARGE_RECORD_BYTES),
+        TopicSpec(TopicRole.CHANGELOG, "placement.state-changelog", "compact", True, LARGE_RECORD_BYTES),
         TopicSpec(TopicRole.DEAD_LETTER, "placement.dead-letter", "delete", False),
     )
 }

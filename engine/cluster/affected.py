@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+from engine.cluster.compiled import CompiledPlacement
 from engine.cluster.indexes import PlacementIndex
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
 from engine.cluster.views import CLUSTERSET_LABEL
@@ -11,7 +12,7 @@ from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
 from topics.inventory import ManagedCluster, ManagedClusterSetBinding
 
-__all__ = ["affected_placements", "sets_containing"]
+__all__ = ["affected_placements", "predicates_could_pass", "sets_containing"]
 
 
 def sets_containing(cluster: ManagedCluster, inventory: Inventory) -> set[str]:
@@ -32,6 +33,24 @@ def sets_containing(cluster: ManagedCluster, inventory: Inventory) -> set[str]:
     return found
 
 
+def predicates_could_pass(compiled: CompiledPlacement, clusters: Iterable[ManagedCluster]) -> bool:
+    """Whether a predicate may keep one of these cluster versions; CEL and compile errors count as yes."""
+    if compiled.predicate_error is not None or not compiled.predicates:
+        return True
+    for selector in compiled.predicates:
+        if selector.cel:
+            return True
+        for cluster in clusters:
+            claims = {claim.name: claim.value for claim in cluster.status.cluster_claims}
+            if matches(selector.labels, cluster.metadata.labels) and matches(selector.claims, claims):
+                return True
+    return False
+
+
+def _same(memberships: Sequence[set[str]]) -> bool:
+    return bool(memberships) and all(m == memberships[0] for m in memberships)
+
+
 def _binding_namespaces(inventory: Inventory, sets: set[str]) -> set[str]:
     return {ns for (ns, name) in inventory.objects("ManagedClusterSetBinding") if name in sets}
 
@@ -47,16 +66,30 @@ def _clusters(change: InventoryChange, inventory: Inventory) -> Iterable[Managed
     return [obj for obj in (change.before, change.after) if isinstance(obj, ManagedCluster)]
 
 
-def affected_placements(index: PlacementIndex, changes: Sequence[InventoryChange], inventory: Inventory) -> list[str]:
-    """Keys of the affected placements, in (namespace, name) order."""
+def affected_placements(
+    index: PlacementIndex,
+    changes: Sequence[InventoryChange],
+    inventory: Inventory,
+    could_see: Callable[[str, Sequence[ManagedCluster]], bool] | None = None,
+) -> list[str]:
+    """Keys of the affected placements, in (namespace, name) order.
+
+    `could_see(key, cluster_versions)` narrows a cluster or taint change that leaves set membership alone to the
+    placements whose predicates may pass the cluster (None: every placement L2 names).
+    """
     keys: set[str] = set()
     for change in changes:
         kind = change.key.kind
         if kind in ("ManagedCluster", TAINTS_KIND):
-            sets: set[str] = set()
-            for cluster in _clusters(change, inventory):
-                sets |= sets_containing(cluster, inventory)
-            keys |= index.in_namespaces(_binding_namespaces(inventory, sets), sets)
+            clusters = list(_clusters(change, inventory))
+            memberships = [sets_containing(cluster, inventory) for cluster in clusters]
+            sets = set().union(*memberships)
+            near = index.in_namespaces(_binding_namespaces(inventory, sets), sets)
+            if could_see is not None and len(memberships) == len(clusters) and _same(memberships):
+                # the cluster stayed in the same sets, so only placements whose predicates pass it (as it was or
+                # is) or whose decision holds it can move; the rest would compute the same answer again
+                near = {key for key in near if could_see(key, clusters)}
+            keys |= near
             keys |= index.by_cluster.get(change.key.name, set())
         elif kind == "ManagedClusterSet":
             sets = {change.key.name}

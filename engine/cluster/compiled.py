@@ -22,6 +22,8 @@ class CompiledSelector:
     claims: Selector
     cel: tuple[CompiledExpression, ...]
     cel_key: str
+    cel_pure: bool = True
+    """No expression calls `scores()`: the CEL outcome depends on the ManagedCluster object alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +69,8 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
                 any_name = True
             else:
                 names |= expression.score_names
-        predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts)))
+        pure = all(e.score_names is not None and not e.score_names for e in expressions)
+        predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts), pure))
     groups: list[CompiledSelector] = []
     group_error: str | None = None
     for group in placement.spec.decision_strategy.group_strategy.decision_groups:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.cluster.affected import affected_placements
+from engine.cluster.affected import affected_placements, predicates_could_pass
 from engine.cluster.compiled import CompiledPlacement, compile_placement
 from engine.cluster.conditions import set_conditions
 from engine.cluster.events import decided_event, deleted_event
@@ -30,6 +30,7 @@ from engine.cluster.views import EvaluationError, InventoryView
 from engine.core import Emit, EngineContext, Step
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
+from topics.inventory import ManagedCluster
 from topics.placement import Placement
 
 __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
@@ -60,13 +61,19 @@ class ClusterPlacementEngine:
         self._index = PlacementIndex()
         self._compiled: dict[str, tuple[Placement, CompiledPlacement]] = {}
         self._view: InventoryView | None = None
+        self.decide_calls = 0
+        """How many times a placement was decided (batch end, timer); for metrics and benchmarks."""
+        self.evaluations = 0
+        """Pipeline runs, including L5 follow-ups and explain."""
+        self.published = 0
+        """`placement.decided` events emitted for evaluations (deletions not counted)."""
 
     # --- helpers ---------------------------------------------------------------------------------
     def view(self, inventory: Inventory) -> InventoryView:
         """The inventory view of the current version (one per batch in practice)."""
         view = self._view
         if view is None or view.inventory is not inventory or not view.fresh():
-            view = self._view = InventoryView(inventory)
+            view = self._view = InventoryView(inventory, previous=view)
         return view
 
     def compiled(self, key: str, placement: Placement) -> CompiledPlacement:
@@ -83,6 +90,7 @@ class ClusterPlacementEngine:
         return self._index.others(key)
 
     def _evaluate(self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext) -> Evaluation:
+        self.evaluations += 1
         placement = state.placement
         eval_ctx = EvalContext(
             placement=placement,
@@ -133,6 +141,7 @@ class ClusterPlacementEngine:
 
     def decide(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """Evaluate, publish when the answer changed, and follow up once on a changed decision (L5)."""
+        self.decide_calls += 1
         placement = state.placement
         if placement.metadata.deletion_timestamp is not None:
             return Step(PlacementState(placement, state.published, None))
@@ -162,6 +171,7 @@ class ClusterPlacementEngine:
         emits = [
             Emit("placement.decided", decided_event(meta.namespace, meta.name, published, evaluation, explain=explain))
         ]
+        self.published += 1
         new_state = PlacementState(state.placement, published, state.due)
         if follow_up and published.clusters() != current and self._follow_up_may_differ(evaluation, ctx):
             more, new_state, evaluation = self._decide_once(key, new_state, published.clusters(), ctx, follow_up=False)
@@ -192,7 +202,14 @@ class ClusterPlacementEngine:
 
     def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
         """Only the placements the changes can affect, in (namespace, name) order (L2–L4, L10)."""
-        return affected_placements(self._index, changes, ctx.inventory)
+        explained = ctx.settings.explain
+
+        def could_see(key: str, clusters: Sequence[ManagedCluster]) -> bool:
+            cached = self._compiled.get(key)
+            # explained placements report every cluster's filter, so any change shows in them
+            return key in explained or cached is None or predicates_could_pass(cached[1], clusters)
+
+        return affected_placements(self._index, changes, ctx.inventory, could_see)
 
     def on_config(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """Queue configurations do not concern cluster placement."""

@@ -62,9 +62,14 @@ def cluster_document(cluster: ManagedCluster) -> dict[str, Any]:
 class InventoryView:
     """Read-through caches over one inventory; everything is dropped when the version moves."""
 
-    def __init__(self, inventory: Inventory) -> None:
+    def __init__(self, inventory: Inventory, previous: InventoryView | None = None) -> None:
         self.inventory = inventory
         self.version = inventory.version
+        self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, bool]] = (
+            previous._cel_by_object if previous is not None and previous.inventory is inventory else {}
+        )
+        """Outcomes of `scores()`-free CEL, valid while the cluster object is the same one: kept across versions,
+        so one changed cluster or taint does not re-run every expression on every cluster."""
         self._members: dict[str, frozenset[str]] = {}
         self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
         self._claims: dict[str, dict[str, str]] = {}
@@ -208,6 +213,21 @@ class InventoryView:
     def remember_cel(self, key: tuple[str, str], value: bool) -> None:
         """Cache a CEL outcome; the inputs (cluster, scores) only change with the inventory version."""
         self._cel_results[key] = value
+
+    def pure_cel_result(self, key: tuple[str, str]) -> bool | None:
+        """A cached outcome of `scores()`-free expressions, if the cluster object has not changed since."""
+        entry = self._cel_by_object.get(key)
+        if entry is not None and entry[0] is self.inventory.cluster(key[1]):
+            return entry[1]
+        return None
+
+    def remember_pure_cel(self, key: tuple[str, str], value: bool) -> None:
+        """Cache an outcome of `scores()`-free expressions against the cluster object it was computed on."""
+        cluster = self.inventory.cluster(key[1])
+        if cluster is not None:
+            self._cel_by_object[key] = (cluster, value)
+        else:
+            self._cel_by_object.pop(key, None)
 
     # --- resources -------------------------------------------------------------------------------
     def allocatable(self, name: str, resource: str) -> float | None:

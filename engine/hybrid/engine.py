@@ -172,7 +172,9 @@ class HybridPlacementEngine:
             pool = None
         if state is None:
             pasted = (rule.status.decisions or []) if rule.status else []
-            seeded = tuple(Ref.from_reference(d, pool.kind if pool else "") for d in pasted)
+            refs = (Ref.from_reference(d, pool.kind if pool else "") for d in pasted)
+            known = {c: c for c in pool.candidates} if pool else {}
+            seeded = tuple(known.get(r, r) for r in refs)  # J1: decisions are copies of candidates (apiVersion)
             state = RuleState(meta.namespace, meta.name, meta.generation, rule.spec, decisions=seeded)
         else:
             generation = meta.generation

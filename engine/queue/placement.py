@@ -7,10 +7,10 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 from engine.queue.config import PartitionConfig
 from engine.queue.names import RECOVERY_QUEUE, ROOT, matches_filter_user
+from engine.queue.persistent import with_item
 from engine.queue.rules.base import Applicant, RuleError
 from engine.queue.state import ActiveApplication, PartitionState
 from engine.queue.tree import QueueView, create_queues, remember_configured
@@ -112,7 +112,7 @@ def _accept(
     state, new_queues = created
     outcome = Placed(queue=queue, rule=rule, created=bool(new_queues))
     active = ActiveApplication(queue, rule, outcome.created, submission.fingerprint())
-    state = replace(state, applications=MappingProxyType({**state.applications, submission.application_id: active}))
+    state = replace(state, applications=with_item(state.applications, submission.application_id, active))
     state = replace(state, configured_in_use=remember_configured(QueueView(view.partition, state), queue))
     return state, outcome
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.errors import InvalidStateError, QueueConfigError
 from engine.queue.acl import NO_ACCESS, Acl, parse_acl
+from engine.queue.persistent import PersistentMap
 
 __all__ = ["ActiveApplication", "PartitionState", "QueueRecord", "dump_partition_state", "load_partition_state"]
 
@@ -114,6 +115,6 @@ def load_partition_state(raw: Mapping[str, Any]) -> PartitionState:
         )
     return PartitionState(
         queues=MappingProxyType(_load_records(raw.get("queues", {}), "queues")),
-        applications=MappingProxyType(applications),
+        applications=PersistentMap(applications),
         configured_in_use=MappingProxyType(_load_records(raw.get("configuredInUse", {}), "configuredInUse")),
     )

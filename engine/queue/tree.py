@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from engine.queue.config import PartitionConfig
 from engine.queue.names import RECOVERY_LEVEL, RECOVERY_QUEUE, ROOT, parent_path
+from engine.queue.persistent import without_item
 from engine.queue.rules.base import Applicant
 from engine.queue.state import ActiveApplication, PartitionState, QueueRecord
 
@@ -166,8 +167,7 @@ def complete_application(
     active: ActiveApplication | None = state.applications.get(application_id)
     if active is None:
         return None
-    applications = {key: value for key, value in state.applications.items() if key != application_id}
-    state = replace(state, applications=MappingProxyType(applications))
+    state = replace(state, applications=without_item(state.applications, application_id))
     return _delete_empty_upwards(partition, state, active.queue)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.errors import TopicSetupError
@@ -12,6 +15,8 @@ from topics.names import TOPIC_SPECS
 __all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics"]
 
 TOPIC_ALREADY_EXISTS = 36
+UNKNOWN_TOPIC_OR_PARTITION = 3
+_METADATA_ATTEMPTS = 50  # x 0.2 s: metadata of a created topic propagates in milliseconds on a healthy cluster
 
 
 async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:
@@ -23,6 +28,8 @@ async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[
     for role, spec in TOPIC_SPECS.items():
         partitions = settings.kafka.task_partitions if spec.co_partitioned else 1
         configs = {"cleanup.policy": spec.cleanup_policy}
+        if spec.max_message_bytes:
+            configs["max.message.bytes"] = str(spec.max_message_bytes)
         wanted.append(
             NewTopic(settings.topics.name(role), partitions, settings.kafka.replication_factor, None, configs)
         )
@@ -38,7 +45,7 @@ async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[
     if problems:
         raise TopicSetupError("cannot create topics: " + "; ".join(problems))
     counts: dict[str, int] = {}
-    described = await admin.describe_topics([t.name for t in wanted])
+    described = await _describe_when_known(admin, [t.name for t in wanted])
     for entry in described:
         name = entry.get("topic") or entry.get("name")
         if entry.get("error_code", 0):
@@ -53,3 +60,13 @@ async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[
         shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
         raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
     return counts
+
+
+async def _describe_when_known(admin: AIOKafkaAdminClient, names: list[str]) -> list[dict[str, Any]]:
+    """Describe topics, waiting (bounded) while a just-created topic is not yet in the broker's metadata."""
+    for _ in range(_METADATA_ATTEMPTS):
+        described: list[dict[str, Any]] = await admin.describe_topics(names)
+        if not any(entry.get("error_code", 0) == UNKNOWN_TOPIC_OR_PARTITION for entry in described):
+            break
+        await asyncio.sleep(0.2)
+    return described

@@ -9,6 +9,8 @@ from __future__ import annotations
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import murmur2
 
+from topics.names import LARGE_RECORD_BYTES
+
 __all__ = ["TaskProducers", "partition_of"]
 
 
@@ -50,6 +52,7 @@ class TaskProducers:
             transaction_timeout_ms=self._timeout_ms,
             linger_ms=5,
             max_batch_size=262_144,
+            max_request_size=LARGE_RECORD_BYTES + 65_536,  # room for one whole-state changelog record
         )
         await producer.start()
         self._producers[partition] = producer

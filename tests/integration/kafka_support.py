@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -11,11 +12,19 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 
 Record = ConsumerRecord[bytes, bytes]
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now, for a processor's HTTP endpoint (``processor.http_port``)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class KafkaWorld:
@@ -36,7 +45,8 @@ class KafkaWorld:
             session_timeout_ms=6000,
             **overrides.pop("kafka", {}),
         )
-        return Settings(kafka=kafka, topics=self.topics, http_port=0, **overrides)
+        overrides.setdefault("http_port", free_port())
+        return Settings(kafka=kafka, topics=self.topics, **overrides)
 
     def env(self, **extra: str) -> dict[str, str]:
         """The same settings as environment variables, for a processor in a subprocess."""
@@ -61,6 +71,27 @@ class KafkaWorld:
                 await producer.send_and_wait(topic, body, key=None if key is None else key.encode())
         finally:
             await producer.stop()
+
+    async def committed_offsets(self, topic: str) -> dict[int, int]:
+        """The group's committed offset per partition of `topic` (absent partitions: none committed)."""
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(self.group)
+        finally:
+            await admin.close()
+        return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset >= 0}
+
+    async def group_state(self) -> tuple[str, int]:
+        """The consumer group's state (e.g. ``Empty``, ``Stable``) and its number of members."""
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+        await admin.start()
+        try:
+            response = (await admin.describe_consumer_groups([self.group]))[0]
+        finally:
+            await admin.close()
+        group = response.groups[0]
+        return group[2], len(group[5])
 
     async def collect(self, topic: str, until: Callable[[list[Record]], bool], timeout: float = 45.0) -> list[Record]:
         """Read `topic` from the beginning (read_committed) until `until(records)` holds."""

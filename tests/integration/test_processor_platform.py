@@ -8,6 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +47,17 @@ async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.05)
+
+
+async def http_get(url: str) -> tuple[int, str]:
+    def fetch() -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    return await asyncio.to_thread(fetch)
 
 
 async def test_inventory_events_become_state(world: KafkaWorld) -> None:
@@ -89,6 +103,12 @@ async def test_malformed_record_is_dead_lettered_and_the_next_good_record_is_pro
         letters = await world.collect(topics.dead_letter, lambda r: len(r) >= 3)
         decisions = await world.collect(topics.decisions, lambda r: len(values(r, "placement.decided.v1")) >= 1)
         assert processor.ready
+        base = f"http://127.0.0.1:{processor.http_port}"
+        assert (await http_get(f"{base}/readyz"))[0] == 200
+        status, metrics = await http_get(f"{base}/metrics")
+    assert status == 200
+    assert f'placement_dead_letters_total{{stage="DECODE",topic="{topics.submissions}"}} 1.0' in metrics
+    assert f'placement_dead_letters_total{{stage="VALIDATE",topic="{topics.submissions}"}} 2.0' in metrics
     stages = [dict(r.headers)["__connect.errors.stage"] for r in letters]
     assert stages == [b"DECODE", b"VALIDATE", b"VALIDATE"]
     first = dict(letters[0].headers)
@@ -152,6 +172,38 @@ async def test_state_comes_back_from_kafka_after_a_kill(world: KafkaWorld, tmp_p
     assert second_placed["queue"] == "root.users.carol"
     assert second_placed["created"] is False, "the dynamic queue must have been restored"
     assert len(values(after, "placement.decided.v1")) == 1, "an unchanged decision is not published again"
+
+
+async def test_sigterm_commits_the_batch_and_leaves_the_group(world: KafkaWorld, tmp_path: Any) -> None:
+    topics = world.topics
+    env = {**os.environ, **world.env(PLACEMENT_HTTP_PORT="0")}
+    log_path = tmp_path.parent / f"{tmp_path.name}.log"  # the processor's cwd stays empty
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "streams", "run"], env=env, cwd=tmp_path, stderr=log)
+    try:
+        placements = [
+            (
+                topics.submissions,
+                f"Placement/apps/p{i}",
+                event("placement.applied", {"metadata": {"name": f"p{i}", "namespace": "apps"}}),
+            )
+            for i in range(20)
+        ]
+        await world.produce(placements)
+        await world.collect(topics.decisions, lambda r: len(values(r, "placement.decided.v1")) >= 20, timeout=60)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(proc.wait, 30)
+        stopped_in = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stderr = log_path.read_text()
+    assert code == 0, stderr[-2000:]
+    assert stopped_in < 10, "graceful stop must not wait for a session timeout"
+    assert await world.group_state() == ("Empty", 0), "the instance left the group instead of timing out"
+    committed = await world.committed_offsets(topics.submissions)
+    assert sum(committed.values()) == 20, "every consumed submission is committed before leaving"
 
 
 async def test_replay_and_kafka_publish_the_same_decisions(world: KafkaWorld) -> None:

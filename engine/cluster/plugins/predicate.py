@@ -42,7 +42,11 @@ class PredicateFilter:
                     key = (selector.cel_key, name)
                     result = view.cel_result(key)
                     if result is None:
-                        result = program.matches(view.cel_document(name))
+                        result = view.pure_cel_result(key) if selector.cel_pure else None
+                        if result is None:
+                            result = program.matches(view.cel_document(name))
+                            if selector.cel_pure:
+                                view.remember_pure_cel(key, result)
                         view.remember_cel(key, result)
                     if result:
                         kept.add(name)

@@ -1,0 +1,66 @@
+"""The command line: explain after a replay, schemas for other languages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from streams.cli import main
+from topics.events import EVENT_KINDS
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _explain(capsys: pytest.CaptureFixture[str], tmp_path: Path, *extra_lines: dict[str, Any]) -> dict[str, Any]:
+    replay_input = tmp_path / "input.jsonl"
+    lines = (EXAMPLES / "events.jsonl").read_bytes().splitlines() + [orjson.dumps(x) for x in extra_lines]
+    replay_input.write_bytes(b"\n".join(lines) + b"\n")
+    assert main(["explain", str(replay_input), "--placement", "apps/web"]) == 0
+    report: dict[str, Any] = orjson.loads(capsys.readouterr().out)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("clock", "removed_by_taint"),
+    [
+        # the example toleration of cluster3's maintenance taint (added 10:00:00) lasts 20 s
+        ("2026-11-23T10:00:19Z", []),
+        ("2026-11-23T10:00:20Z", ["cluster3"]),
+        ("2026-11-23T10:05:00Z", ["cluster3"]),
+    ],
+)
+def test_explain_names_the_filter_that_removed_each_cluster(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, clock: str, removed_by_taint: list[str]
+) -> None:
+    report = _explain(capsys, tmp_path, {"timestamp": clock})
+    assert report["placement"] == "Placement/apps/web"
+    assert sorted(c for c, step in report["filteredBy"].items() if step == "TaintToleration") == removed_by_taint
+    assert set(report["availableClusters"]) == {"cluster1", "cluster2", "cluster3", "cluster4"}
+    last_step = report["filteredPipelineResults"][-1]["filteredClusters"]
+    assert not set(removed_by_taint) & set(last_step)
+    assert not set(removed_by_taint) & set(report["selected"])
+    names = {p["name"] for p in report["prioritizeResults"]}
+    assert {"Balance", "Steady", "ResourceAllocatableCPU"} <= names
+
+
+def test_explain_of_an_unknown_placement_fails_with_a_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["explain", str(EXAMPLES / "events.jsonl"), "--placement", "apps/nothing"]) == 1
+    assert "apps/nothing is not known" in capsys.readouterr().err
+
+
+def test_explain_against_an_unreachable_processor_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--url", "http://127.0.0.1:9", "--placement", "apps/web"]) == 1
+    assert "http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_schemas_writes_one_json_schema_per_event_type(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["schemas", "--out", str(tmp_path)]) == 0
+    written = {p.name.removesuffix(".schema.json") for p in tmp_path.iterdir()}
+    assert written == {kind.wire_type() for kind in EVENT_KINDS.values()}
+    placed = orjson.loads((tmp_path / "application.placed.v1.schema.json").read_bytes())
+    assert {"applicationId", "queue"} <= set(placed["properties"])
