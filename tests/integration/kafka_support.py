@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -154,6 +156,31 @@ async def running(settings: Settings) -> AsyncIterator[Processor]:
     finally:
         processor.request_stop()
         await asyncio.wait_for(task, 30)
+
+
+async def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> None:
+    """Poll until `predicate()` holds; fail the test after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+async def http_get(url: str) -> tuple[int, str]:
+    """Status and body of a GET (0 and "" while nothing listens yet)."""
+
+    def fetch() -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return 0, ""
+
+    return await asyncio.to_thread(fetch)
 
 
 def event(kind: str, data: Any, event_id: str | None = None, time: str | None = None) -> dict[str, Any]:

@@ -8,15 +8,13 @@ on the decisions topic. The processor runs in this event loop (`running`), so te
 from __future__ import annotations
 
 import asyncio
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 import pytest
-from kafka_support import KafkaWorld, Record, event, running
+from kafka_support import KafkaWorld, Record, event, http_get, running, wait_for
 
 from streams.cli import main as cli_main
 from streams.service import Processor
@@ -98,15 +96,6 @@ def until_decisions(key: str, *expected: set[str]) -> Callable[[list[Record]], b
     return done
 
 
-async def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
-
-
 async def inventory_has(processor: Processor, clusters: Sequence[str], tainted: Sequence[str] = ()) -> None:
     """Wait until the processor's global tables hold these clusters (and taints) before sending placements."""
     runtime = processor.runtime
@@ -119,17 +108,6 @@ async def inventory_has(processor: Processor, clusters: Sequence[str], tainted: 
             and inventory.cluster_set("prod") is not None
         )
     )
-
-
-async def http_get(url: str) -> tuple[int, str]:
-    def fetch() -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-    return await asyncio.to_thread(fetch)
 
 
 def rfc3339(instant: datetime) -> str:

@@ -15,8 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_support import KafkaWorld, Record, event, free_port, values
+from kafka_support import KafkaWorld, Record, event, free_port, http_get, values
 
 from advisors.common import encode_recommendation
 from topics.names import TOPIC_SPECS, TopicRole
@@ -152,19 +150,6 @@ def programs(world: KafkaWorld, tmp_path: Path) -> Iterator[Programs]:
         yield started
     finally:
         started.stop_all()
-
-
-async def http_get(url: str) -> tuple[int, str]:
-    def fetch() -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return 0, ""
-
-    return await asyncio.to_thread(fetch)
 
 
 async def publish_inventory(world: KafkaWorld, programs: Programs, label: str) -> None:

@@ -9,14 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import pytest
-from kafka_support import EXAMPLES, KafkaWorld, event, running, values
+from kafka_support import EXAMPLES, KafkaWorld, event, http_get, running, values, wait_for
 
 from engine.inventory import ObjectKey
 from streams.replay import Replayer
@@ -38,26 +36,6 @@ def stable(value: Any) -> Any:
     if isinstance(value, list):
         return [stable(v) for v in value]
     return value
-
-
-async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
-
-
-async def http_get(url: str) -> tuple[int, str]:
-    def fetch() -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-    return await asyncio.to_thread(fetch)
 
 
 async def test_inventory_events_become_state(world: KafkaWorld) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_support import KafkaWorld, Record, event, running, values
+from kafka_support import KafkaWorld, Record, event, running, values, wait_for
 
 from streams.service import Processor
 
@@ -152,15 +152,6 @@ async def submit(world: KafkaWorld, items: list[tuple[str, dict[str, Any]]], tot
     found = decisions(records)
     assert len(found) == total, f"expected {total} decisions, got {len(found)}"
     return per_key(found)
-
-
-async def wait_for(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
 
 
 def active_sha(processor: Processor) -> str | None:
