@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -33,12 +34,16 @@ __all__ = [
     "echo",
     "encode_recommendation",
     "handle_request",
+    "parse_arguments",
     "rule_key",
     "run_main",
     "serve",
+    "start_from_args",
 ]
 
 _LOG = logging.getLogger("advisors")
+
+T = TypeVar("T")
 
 Answer = Callable[[CandidatesProposed], Sequence[RecommendationEntry] | None]
 """What an advisor does with a request that names it; None means "no answer"."""
@@ -82,6 +87,20 @@ def base_parser(description: str) -> argparse.ArgumentParser:
 def configure_logging(level: str) -> None:
     """Plain stderr logging for a command-line program."""
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def start_from_args(args: argparse.Namespace) -> AdvisorConfig:
+    """Logging set up and the connection settings of `base_parser` options: the shared start of every `main`."""
+    configure_logging(args.log_level)
+    return AdvisorConfig(bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, parse: Callable[[str], T], values: Sequence[str]) -> list[T]:
+    """Parse positional arguments; a bad one is a usage error (exit 2) naming the problem."""
+    try:
+        return [parse(value) for value in values]
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def rule_key(rule: RuleRef) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from advisors.common import AdvisorConfig, base_parser, configure_logging, echo, run_main, serve
+from advisors.common import AdvisorConfig, base_parser, echo, run_main, serve, start_from_args
 from engine.cluster.quantity import parse_quantity
 from topics.codec import decode_event
 from topics.errors import ContractError
@@ -141,10 +141,7 @@ async def _run(config: AdvisorConfig, stop: asyncio.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     args = base_parser("Example priority advisor: prefers clusters with more allocatable CPU.").parse_args(argv)
-    configure_logging(args.log_level)
-    config = AdvisorConfig(
-        bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group
-    )
+    config = start_from_args(args)
     return run_main(lambda stop: _run(config, stop))
 
 

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from advisors.common import AdvisorConfig, base_parser, configure_logging, echo, run_main, serve
+from advisors.common import base_parser, echo, parse_arguments, run_main, serve, start_from_args
 from topics.k8s import ObjectReference
 from topics.placementrule import RecommendationEntry
 
@@ -84,14 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "entries", nargs="*", metavar="ENTRY", help="[ROUND:]NAME[=SCORE] or [ROUND:]NAMESPACE/NAME[=SCORE]"
     )
     args = parser.parse_args(argv)
-    try:
-        entries = [parse_entry(e) for e in args.entries]
-    except ValueError as exc:
-        parser.error(str(exc))
-    configure_logging(args.log_level)
-    config = AdvisorConfig(
-        bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group
-    )
+    entries = parse_arguments(parser, parse_entry, args.entries)
+    config = start_from_args(args)
     return run_main(
         lambda stop: serve(config, lambda request: answer(request.candidates, request.round, entries), stop)
     )

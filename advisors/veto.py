@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from advisors.common import AdvisorConfig, base_parser, configure_logging, echo, run_main, serve
+from advisors.common import base_parser, echo, parse_arguments, run_main, serve, start_from_args
 from engine.hybrid.candidates import target_matches
 from topics.k8s import ObjectReference
 from topics.placementrule import RecommendationEntry
@@ -42,14 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser("Example predicate advisor: vetoes the listed targets, accepts everything else.")
     parser.add_argument("targets", nargs="*", metavar="TARGET", help="NAME, NAMESPACE/NAME or NAMESPACE/ to veto")
     args = parser.parse_args(argv)
-    try:
-        targets = [parse_target(t) for t in args.targets]
-    except ValueError as exc:
-        parser.error(str(exc))
-    configure_logging(args.log_level)
-    config = AdvisorConfig(
-        bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group
-    )
+    targets = parse_arguments(parser, parse_target, args.targets)
+    config = start_from_args(args)
     return run_main(lambda stop: serve(config, lambda request: accept(request.candidates, targets), stop))
 
 

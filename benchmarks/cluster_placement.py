@@ -472,7 +472,7 @@ def main() -> None:
         return
 
     async def run() -> dict[str, float | str]:
-        async with kafka_broker() as bootstrap:
+        with kafka_broker() as bootstrap:
             return await through_kafka(bootstrap, workload(), target)
 
     kafka_figures = asyncio.run(run())

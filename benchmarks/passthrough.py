@@ -111,7 +111,7 @@ def main() -> None:
     args = parser.parse_args()
 
     async def run() -> dict[str, float | str]:
-        async with kafka_broker() as bootstrap:
+        with kafka_broker() as bootstrap:
             return await measure(bootstrap, args.records, args.partitions, args.size, args.batch)
 
     print_figures("pass-through ceiling (consume -> transactional produce, no work)", asyncio.run(run()))

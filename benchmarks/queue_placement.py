@@ -345,7 +345,7 @@ def main() -> None:
         profile = cProfile.Profile() if args.profile else None
 
         async def run() -> None:
-            async with kafka_broker() as bootstrap:
+            with kafka_broker() as bootstrap:
                 figures.update(await measure_kafka(bootstrap, workload, config, profile))
                 ceiling = await passthrough.measure(
                     bootstrap, workload.records, workload.task_partitions, size, args.batch

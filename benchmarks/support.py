@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import resource
 import tempfile
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-from localbroker.testing import running_broker
+from localbroker.testing import session_broker
 
 __all__ = ["kafka_broker", "peak_rss_mib", "percentiles", "print_figures"]
 
 
-@asynccontextmanager
-async def kafka_broker() -> AsyncIterator[str]:
+@contextmanager
+def kafka_broker() -> Iterator[str]:
     """KAFKA_BOOTSTRAP_SERVERS when set, else a throwaway local broker (started and stopped here)."""
-    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-        async with running_broker(Path(data_dir)) as bootstrap:
-            yield bootstrap
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir, session_broker(Path(data_dir)) as bootstrap:
+        yield bootstrap
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, str]:

@@ -1,16 +1,19 @@
-"""A broker for one run (tests, benchmarks, the demo): the user's own if named, else a local one started here."""
+"""A broker for one run (tests, benchmarks, the demo): the user's own if named, else a local one started here.
+
+Starting and stopping block for a few seconds; asyncio programs call it before and after their work.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from localbroker.broker import BrokerError, LocalBroker
 from localbroker.fetch import KafkaLibsError, ensure_kafka_libs
 
-__all__ = ["BrokerUnavailable", "external_bootstrap", "running_broker", "session_broker"]
+__all__ = ["BrokerUnavailable", "external_bootstrap", "session_broker"]
 
 
 class BrokerUnavailable(RuntimeError):
@@ -46,19 +49,3 @@ def session_broker(data_dir: Path) -> Iterator[str]:
         yield bootstrap
     finally:
         broker.stop()
-
-
-@asynccontextmanager
-async def running_broker(data_dir: Path) -> AsyncIterator[str]:
-    """The async twin of :func:`session_broker`, for asyncio programs (benchmarks, the demo)."""
-    external = external_bootstrap()
-    if external:
-        yield external
-        return
-    with _unavailable_on_error():
-        broker = LocalBroker(data_dir, ensure_kafka_libs())
-        bootstrap = await broker.astart()
-    try:
-        yield bootstrap
-    finally:
-        await broker.astop()

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from localbroker.testing import external_bootstrap, running_broker
+from localbroker.testing import external_bootstrap, session_broker
 from streams.service import Processor
 from streams.settings import Settings, load_settings
 
@@ -31,13 +31,13 @@ EXAMPLES = ROOT / "examples"
 DEMO_SECONDS = 35.0
 
 
-@contextlib.asynccontextmanager
-async def _broker() -> AsyncIterator[str]:
+@contextlib.contextmanager
+def _broker() -> Iterator[str]:
     data_dir = ROOT / ".cache" / "demo-broker"
     if not external_bootstrap():
         shutil.rmtree(data_dir, ignore_errors=True)
         print("== starting a local Apache Kafka broker (first run downloads it from Maven Central)", flush=True)
-    async with running_broker(data_dir) as bootstrap:
+    with session_broker(data_dir) as bootstrap:
         yield bootstrap
     print("== broker stopped", flush=True)
 
@@ -119,7 +119,7 @@ async def _show(settings: Settings, seconds: float | None) -> None:
 
 async def run_demo(*, keep_running: bool = False) -> int:
     """Run everything, print decisions as they are published, stop after DEMO_SECONDS (or on Ctrl-C)."""
-    async with _broker() as bootstrap:
+    with _broker() as bootstrap:
         settings = load_settings(kafka={"bootstrap_servers": bootstrap}, queue_config=EXAMPLES / "queues.yaml")
         processor = Processor(settings)
         task = asyncio.create_task(processor.run())

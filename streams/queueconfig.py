@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engine.errors import QueueConfigError
 from engine.queue.config import load_queue_config
+from engine.runtime import OutputRecord, Runtime
 from streams.errors import ServiceError
 
 __all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload"]
@@ -67,3 +69,12 @@ class QueueConfigFile:
             return Reload(sha256=digest, error=str(exc))
         self.active_sha256 = digest
         return Reload(sha256=digest, config=config)
+
+    def apply_changes(self, runtime: Runtime, now: datetime) -> tuple[Reload | None, list[OutputRecord]]:
+        """Poll and hand a changed file to the runtime: the new rules, or the `queueconfig.rejected` event."""
+        reload = self.poll()
+        if reload is None:
+            return None, []
+        if reload.error is not None:
+            return reload, runtime.reject_queue_config(str(self.path), reload.error, reload.sha256, now)
+        return reload, runtime.set_queue_config(reload.config, now)

@@ -134,15 +134,10 @@ class Replayer:
     def _reload_queue_config(self, now: datetime) -> None:
         if self._config_file is None:
             return
-        reload = self._config_file.poll()
-        if reload is None:
-            return
-        if reload.error is not None:
+        reload, outputs = self._config_file.apply_changes(self.runtime, now)
+        if reload is not None and reload.error is not None:
             self.warn(f"queue configuration {self._config_file.path} rejected: {reload.error}")
-            path = str(self._config_file.path)
-            self._write(self.runtime.reject_queue_config(path, reload.error, reload.sha256, now))
-        else:
-            self._write(self.runtime.set_queue_config(reload.config, now))
+        self._write(outputs)
 
     @staticmethod
     def _value_bytes(value: Any) -> bytes | None:

@@ -363,25 +363,21 @@ class Processor:
             name = self._names.name(record.topic)
             self.metrics.produced.labels(name).inc()
             if record.topic is TopicRole.DEAD_LETTER:
-                stage = dict(record.headers).get("__connect.errors.stage", b"").decode()
-                source = dict(record.headers).get("__connect.errors.topic", b"").decode()
+                headers = dict(record.headers)
+                stage = headers.get("__connect.errors.stage", b"").decode()
+                source = headers.get("__connect.errors.topic", b"").decode()
                 self.metrics.dead_letters.labels(source, stage).inc()
 
     async def _reload_queue_config(self) -> None:
         assert self._queue_file is not None
-        reload = self._queue_file.poll()
+        reload, outputs = self._queue_file.apply_changes(self._require_runtime(), _utcnow())
         if reload is None:
             return
-        runtime = self._require_runtime()
-        now = _utcnow()
         if reload.error is not None:
             log.error("queue configuration rejected", extra={"path": str(self._queue_file.path), "error": reload.error})
-            await self._publish(
-                runtime.reject_queue_config(str(self._queue_file.path), reload.error, reload.sha256, now), {}
-            )
         else:
             log.info("queue configuration reloaded", extra={"sha256": reload.sha256})
-            await self._publish(runtime.set_queue_config(reload.config, now), {})
+        await self._publish(outputs, {})
 
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
         for tp in consumer.assignment():

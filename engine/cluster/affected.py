@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from engine.cluster.compiled import CompiledPlacement
 from engine.cluster.indexes import PlacementIndex
@@ -12,7 +12,7 @@ from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
 from topics.inventory import ManagedCluster, ManagedClusterSetBinding
 
-__all__ = ["affected_placements", "predicates_could_pass", "sets_containing"]
+__all__ = ["ClusterVersion", "affected_placements", "predicates_could_pass", "sets_containing"]
 
 
 def sets_containing(cluster: ManagedCluster, inventory: Inventory) -> set[str]:
@@ -33,16 +33,19 @@ def sets_containing(cluster: ManagedCluster, inventory: Inventory) -> set[str]:
     return found
 
 
-def predicates_could_pass(compiled: CompiledPlacement, clusters: Iterable[ManagedCluster]) -> bool:
+ClusterVersion = tuple[Mapping[str, str], Mapping[str, str]]
+"""Labels and claims of a cluster as it was or is, built once per change."""
+
+
+def predicates_could_pass(compiled: CompiledPlacement, versions: Sequence[ClusterVersion]) -> bool:
     """Whether a predicate may keep one of these cluster versions; CEL and compile errors count as yes."""
     if compiled.predicate_error is not None or not compiled.predicates:
         return True
     for selector in compiled.predicates:
         if selector.cel:
             return True
-        for cluster in clusters:
-            claims = {claim.name: claim.value for claim in cluster.status.cluster_claims}
-            if matches(selector.labels, cluster.metadata.labels) and matches(selector.claims, claims):
+        for labels, claims in versions:
+            if matches(selector.labels, labels) and matches(selector.claims, claims):
                 return True
     return False
 
@@ -70,7 +73,7 @@ def affected_placements(
     index: PlacementIndex,
     changes: Sequence[InventoryChange],
     inventory: Inventory,
-    could_see: Callable[[str, Sequence[ManagedCluster]], bool] | None = None,
+    could_see: Callable[[str, Sequence[ClusterVersion]], bool] | None = None,
 ) -> list[str]:
     """Keys of the affected placements, in (namespace, name) order.
 
@@ -88,7 +91,8 @@ def affected_placements(
             if could_see is not None and len(memberships) == len(clusters) and _same(memberships):
                 # the cluster stayed in the same sets, so only placements whose predicates pass it (as it was or
                 # is) or whose decision holds it can move; the rest would compute the same answer again
-                near = {key for key in near if could_see(key, clusters)}
+                versions = [(c.metadata.labels, {x.name: x.value for x in c.status.cluster_claims}) for c in clusters]
+                near = {key for key in near if could_see(key, versions)}
             keys |= near
             keys |= index.by_cluster.get(change.key.name, set())
         elif kind == "ManagedClusterSet":

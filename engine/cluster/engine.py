@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.cluster.affected import affected_placements, predicates_could_pass
+from engine.cluster.affected import ClusterVersion, affected_placements, predicates_could_pass
 from engine.cluster.compiled import CompiledPlacement, compile_placement
 from engine.cluster.conditions import set_conditions
 from engine.cluster.events import decided_event, deleted_event
@@ -30,7 +30,6 @@ from engine.cluster.views import EvaluationError, InventoryView
 from engine.core import Emit, EngineContext, Step
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
-from topics.inventory import ManagedCluster
 from topics.placement import Placement
 
 __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
@@ -204,10 +203,10 @@ class ClusterPlacementEngine:
         """Only the placements the changes can affect, in (namespace, name) order (L2–L4, L10)."""
         explained = ctx.settings.explain
 
-        def could_see(key: str, clusters: Sequence[ManagedCluster]) -> bool:
+        def could_see(key: str, versions: Sequence[ClusterVersion]) -> bool:
             cached = self._compiled.get(key)
             # explained placements report every cluster's filter, so any change shows in them
-            return key in explained or cached is None or predicates_could_pass(cached[1], clusters)
+            return key in explained or cached is None or predicates_could_pass(cached[1], versions)
 
         return affected_placements(self._index, changes, ctx.inventory, could_see)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from engine.errors import QueueConfigError
@@ -13,6 +13,7 @@ __all__ = ["NO_ACCESS", "Acl", "check_acl_syntax", "parse_acl"]
 
 _LOG = logging.getLogger(__name__)
 _WILDCARD = "*"
+_WILDCARD_ONLY = [_WILDCARD]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,25 +56,22 @@ def parse_acl(raw: str) -> Acl:
     fields = raw.split(" ")
     if len(fields) > 2:
         raise QueueConfigError(f"multiple spaces found in ACL: '{raw}'")
-    everyone = raw.strip() == _WILDCARD
     user_entries = fields[0].split(",")
     group_entries = fields[1].split(",") if len(fields) == 2 else []
-    users: set[str] = set()
-    groups: set[str] = set()
-    if user_entries == [_WILDCARD]:
-        everyone = True
-    else:
-        for entry in user_entries:
-            if matches_acl_user(entry):
-                users.add(entry)
-            elif entry:
-                _LOG.warning("ignoring ACL user %r in %r: not a valid user name", entry, raw)
-    if group_entries == [_WILDCARD]:
-        everyone = True
-    else:
-        for entry in group_entries:
-            if matches_acl_group(entry):
-                groups.add(entry)
-            elif entry:
-                _LOG.warning("ignoring ACL group %r in %r: not a valid group name", entry, raw)
-    return Acl(raw=raw, everyone=everyone, users=frozenset(users), groups=frozenset(groups))
+    users = _valid_entries(user_entries, matches_acl_user, "user", raw)
+    groups = _valid_entries(group_entries, matches_acl_group, "group", raw)
+    everyone = raw.strip() == _WILDCARD or _WILDCARD_ONLY in (user_entries, group_entries)
+    return Acl(raw=raw, everyone=everyone, users=users, groups=groups)
+
+
+def _valid_entries(entries: list[str], valid: Callable[[str], bool], what: str, raw: str) -> frozenset[str]:
+    """The valid names of one ACL half; a lone wildcard is handled by the caller and yields no names."""
+    if entries == _WILDCARD_ONLY:
+        return frozenset()
+    names: set[str] = set()
+    for entry in entries:
+        if valid(entry):
+            names.add(entry)
+        elif entry:
+            _LOG.warning("ignoring ACL %s %r in %r: not a valid %s name", what, entry, raw, what)
+    return frozenset(names)

@@ -21,7 +21,7 @@ __all__ = [
     "describe_rule",
     "finish",
     "invalid_name_error",
-    "join_under_parent",
+    "place_below_parent",
 ]
 
 
@@ -110,19 +110,19 @@ def invalid_name_error(name: str) -> RuleError:
     return RuleError(f"{INVALID_QUEUE_NAME}: '{name}'")
 
 
-def join_under_parent(options: RuleOptions, level: str, app: Applicant, queues: QueueLookup) -> RuleResult:
-    """Spec H9-H11: put `level` (one or more dotted levels) below the parent rule's result, or below root.
+def place_below_parent(options: RuleOptions, level: str, app: Applicant, queues: QueueLookup) -> RuleResult:
+    """Spec H8-H11: put `level` (one or more dotted levels) below the parent rule's result, or below root.
 
     The parent runs as a full rule without vetting; its no match is the child's no match.
     """
     if options.parent is None:
-        return f"{ROOT}.{level}"
+        return finish(options, f"{ROOT}.{level}", queues)
     base = options.parent.place(app, queues)
     if base is None or isinstance(base, RuleError):
         return base
     if base != ROOT and queues.exists(base) and queues.is_leaf(base):
         return RuleError(f"parent rule returned a leaf queue: {base}")
-    return f"{base}.{level}"
+    return finish(options, f"{base}.{level}", queues)
 
 
 def finish(options: RuleOptions, name: str, queues: QueueLookup) -> RuleResult:

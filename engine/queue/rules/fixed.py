@@ -15,7 +15,7 @@ from engine.queue.rules.base import (
     RuleSpec,
     describe_rule,
     finish,
-    join_under_parent,
+    place_below_parent,
 )
 
 __all__ = ["FixedRule"]
@@ -51,10 +51,7 @@ class FixedRule:
             return None
         if is_fully_qualified(self.queue):
             return finish(self.options, self.queue, queues)
-        joined = join_under_parent(self.options, self.queue, app, queues)
-        if not isinstance(joined, str):
-            return joined
-        return finish(self.options, joined, queues)
+        return place_below_parent(self.options, self.queue, app, queues)
 
     def describe(self) -> str:
         """Rule text for logs."""

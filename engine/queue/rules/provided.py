@@ -15,7 +15,7 @@ from engine.queue.rules.base import (
     check_level,
     describe_rule,
     finish,
-    join_under_parent,
+    place_below_parent,
 )
 
 __all__ = ["ProvidedRule", "place_named_queue"]
@@ -35,10 +35,7 @@ def place_named_queue(options: RuleOptions, requested: str, app: Applicant, queu
     level = replace_dots(requested)
     if (error := check_level(level)) is not None:
         return error
-    joined = join_under_parent(options, level, app, queues)
-    if not isinstance(joined, str):
-        return joined
-    return finish(options, joined, queues)
+    return place_below_parent(options, level, app, queues)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,7 @@ from engine.queue.rules.base import (
     RuleSpec,
     check_level,
     describe_rule,
-    finish,
-    join_under_parent,
+    place_below_parent,
 )
 
 __all__ = ["UserRule"]
@@ -41,10 +40,7 @@ class UserRule:
         level = replace_dots(app.user)
         if (error := check_level(level)) is not None:
             return error
-        joined = join_under_parent(self.options, level, app, queues)
-        if not isinstance(joined, str):
-            return joined
-        return finish(self.options, joined, queues)
+        return place_below_parent(self.options, level, app, queues)
 
     def describe(self) -> str:
         """Rule text for logs."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
+from engine.errors import QueueConfigError
 from engine.queue.config import QueueConfig, load_queue_config
 from engine.queue.engine import complete, place
 from engine.queue.placement import PlacementOutcome, Submission
@@ -48,6 +50,18 @@ def config_text(queues: Any = None, rules: Any = None, partition: str = "default
         body["placementrules"] = rules
     body.update(extra)
     return yaml.safe_dump({"partitions": [body]}, sort_keys=False)
+
+
+def config_error(text: str) -> str:
+    """The message of the QueueConfigError a configuration text raises."""
+    with pytest.raises(QueueConfigError) as error:
+        load_queue_config(text, "queues.yaml")
+    return str(error.value)
+
+
+def config_error_of(queues: Any = None, rules: Any = None, **extra: Any) -> str:
+    """The error of a one-partition configuration built by `config_text`."""
+    return config_error(config_text(queues, rules, **extra))
 
 
 def load(queues: Any = None, rules: Any = None, **extra: Any) -> QueueConfig:

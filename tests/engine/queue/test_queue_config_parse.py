@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import pytest
-from queue_testkit import config_text, load
+from queue_testkit import config_error, config_text, load
 
-from engine.errors import QueueConfigError
 from engine.queue.config import load_queue_config
 from engine.queue.rules import FixedRule
 
@@ -27,16 +25,6 @@ def _rules_yaml(rule_lines: str) -> str:
         "          - name: sandbox\n"
         "    placementrules:\n" + rule_lines
     )
-
-
-def _error(text: str) -> str:
-    with pytest.raises(QueueConfigError) as error:
-        load_queue_config(text, "queues.yaml")
-    return str(error.value)
-
-
-def _error_of(queues: Any = None, rules: Any = None, **extra: Any) -> str:
-    return _error(config_text(queues, rules, **extra))
 
 
 # --- C: parsing ------------------------------------------------------------------------------------
@@ -63,7 +51,7 @@ def _error_of(queues: Any = None, rules: Any = None, **extra: Any) -> str:
     ],
 )
 def test_unknown_keys_are_named_with_their_line(text: str, message: str) -> None:
-    assert _error(text) == message
+    assert config_error(text) == message
 
 
 def test_every_known_key_is_accepted() -> None:
@@ -129,18 +117,18 @@ partitions:
     ],
 )
 def test_values_are_type_checked(text: str, message: str) -> None:
-    assert _error(text) == message
+    assert config_error(text) == message
 
 
 @pytest.mark.parametrize("text", ["partitions:\n  - name: [\n", "partitions:\n\t- x\n", "a: b\na: c\n"])
 def test_broken_yaml_is_a_config_error(text: str) -> None:
-    assert _error(text)
+    assert config_error(text)
 
 
 @pytest.mark.parametrize("queues", [None, "absent"])
 def test_partition_without_queues_is_not_set(queues: str | None) -> None:
     body = "partitions:\n  - name: default\n" + ("    queues:\n" if queues is None else "    placementrules: []\n")
-    assert _error(body) == "queue config is not set"
+    assert config_error(body) == "queue config is not set"
 
 
 @pytest.mark.parametrize(("word", "expected"), [(w, True) for w in _TRUE_WORDS] + [(w, False) for w in _FALSE_WORDS])
@@ -157,12 +145,15 @@ def test_empty_or_null_boolean_is_false(word: str) -> None:
 
 @pytest.mark.parametrize("word", ['"yes"', "'true'", "maybe", "1", "0", "[true]"])
 def test_other_boolean_spellings_are_config_errors(word: str) -> None:
-    assert _error(_rules_yaml(f"      - name: user\n        create: {word}\n")) == "create must be a boolean (line 10)"
+    assert (
+        config_error(_rules_yaml(f"      - name: user\n        create: {word}\n"))
+        == "create must be a boolean (line 10)"
+    )
 
 
 def test_queue_parent_flag_is_a_strict_boolean() -> None:
     text = "partitions:\n  - name: default\n    queues:\n      - name: a\n        parent: 'yes'\n"
-    assert _error(text) == "parent must be a boolean (line 5)"
+    assert config_error(text) == "parent must be a boolean (line 5)"
     config = load_queue_config(text.replace("'yes'", "Yes"), "q.yaml")
     assert config.partitions["default"].queues["root.a"].parent is True
 
@@ -185,7 +176,7 @@ def test_queue_names_and_acls_keep_their_literal_text() -> None:
 
 def test_parent_rule_must_be_a_single_mapping() -> None:
     text = _rules_yaml("      - name: user\n        parent:\n          - name: fixed\n            value: root.x\n")
-    assert _error(text) == "parent must be a mapping (line 11)"
+    assert config_error(text) == "parent must be a mapping (line 11)"
 
 
 def test_empty_filter_lists_count_as_absent() -> None:
@@ -216,12 +207,12 @@ def test_partition_names_are_normalised(name: str, canonical: str) -> None:
 )
 def test_duplicate_partition_names(names: list[str], message: str) -> None:
     text = "partitions:\n" + "".join(f"  - name: '{name}'\n    queues: []\n" for name in names)
-    assert _error(text) == message
+    assert config_error(text) == message
 
 
 @pytest.mark.parametrize("text", ["", "checksum: x\n", "partitions: []\n", "partitions:\n"])
 def test_a_file_without_partitions_is_an_error(text: str) -> None:
-    assert _error(text) == "no partitions defined"
+    assert config_error(text) == "no partitions defined"
 
 
 def test_config_keeps_path_and_content_digest() -> None:

@@ -5,22 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from queue_testkit import config_text, load
+from queue_testkit import config_error, config_error_of, load
 
-from engine.errors import QueueConfigError
-from engine.queue.config import load_queue_config
 from engine.queue.rules import FixedRule, ProvidedRule, RecoveryRule, TagRule, UserRule
-
-
-def _error(text: str) -> str:
-    with pytest.raises(QueueConfigError) as error:
-        load_queue_config(text, "queues.yaml")
-    return str(error.value)
-
-
-def _error_of(queues: Any = None, rules: Any = None, **extra: Any) -> str:
-    return _error(config_text(queues, rules, **extra))
-
 
 # --- D1-D4: queues ---------------------------------------------------------------------------------------
 
@@ -48,7 +35,7 @@ _NAME_ERROR = (
 
 @pytest.mark.parametrize("name", ["dev.team", "a b", "x" * 65, "", "a!", "é"])
 def test_invalid_queue_names(name: str) -> None:
-    assert _error_of([{"name": "root", "queues": [{"name": name}]}]) == _NAME_ERROR
+    assert config_error_of([{"name": "root", "queues": [{"name": name}]}]) == _NAME_ERROR
 
 
 @pytest.mark.parametrize("name", ["a", "x" * 64, "A-b_c:d#e/f@g", "0"])
@@ -67,7 +54,7 @@ def test_valid_queue_names(name: str) -> None:
     ],
 )
 def test_duplicate_sibling_names(queues: list[dict[str, Any]], message: str) -> None:
-    assert _error_of(queues) == message
+    assert config_error_of(queues) == message
 
 
 @pytest.mark.parametrize(
@@ -80,7 +67,7 @@ def test_duplicate_sibling_names(queues: list[dict[str, Any]], message: str) -> 
 )
 @pytest.mark.parametrize("key", ["submitacl", "adminacl"])
 def test_acl_with_too_many_parts(acl: str, message: str, key: str) -> None:
-    assert _error_of([{"name": "q", key: acl}]) == message
+    assert config_error_of([{"name": "q", key: acl}]) == message
 
 
 @pytest.mark.parametrize("acl", ["", " ", "*", "* ", "alice", "alice,bob dev", " dev", "nobody *"])
@@ -136,7 +123,7 @@ def test_acceptable_acls(acl: str) -> None:
     ],
 )
 def test_rule_validation_errors(rules: list[dict[str, Any]], message: str) -> None:
-    assert _error_of(rules=rules) == message
+    assert config_error_of(rules=rules) == message
 
 
 @pytest.mark.parametrize(
@@ -217,7 +204,7 @@ def test_acceptable_filters(rule_filter: dict[str, Any]) -> None:
     ],
 )
 def test_static_path_errors(rules: list[dict[str, Any]], message: str) -> None:
-    assert _error_of(rules=rules) == message
+    assert config_error_of(rules=rules) == message
 
 
 @pytest.mark.parametrize(
@@ -301,7 +288,7 @@ def test_recovery_is_appended_and_names_are_case_insensitive() -> None:
     ],
 )
 def test_rule_build_errors(rules: list[dict[str, Any]], message: str) -> None:
-    assert _error_of(rules=rules) == message
+    assert config_error_of(rules=rules) == message
 
 
 def test_user_and_provided_ignore_value() -> None:
@@ -314,7 +301,7 @@ def test_any_failing_partition_fails_the_whole_file() -> None:
         "partitions:\n  - name: first\n    queues: []\n"
         "  - name: second\n    queues: []\n    placementrules:\n      - name: bogus\n"
     )
-    assert _error(text) == "unknown rule name specified bogus, failing placement rule config"
+    assert config_error(text) == "unknown rule name specified bogus, failing placement rule config"
 
 
 def test_effective_rules_are_described() -> None:
