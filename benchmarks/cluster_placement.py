@@ -35,6 +35,7 @@ from engine.core import EngineSettings, SubjectEngine
 from engine.registry import build_engines
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from streams.kafka.admin import ensure_topics
+from streams.memory import tune_garbage_collector
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 from topics.names import TopicRole
@@ -288,6 +289,7 @@ class _Tally:
 
 # --- 1. engine only --------------------------------------------------------------------------------
 def engine_only(workload: Workload) -> tuple[dict[str, float | str], str]:
+    tune_garbage_collector(Settings().gc_threshold)  # as the service runs
     engines = build_engines()
     cluster_engine = _cluster_engine(engines)
     runtime = Runtime(engines, EngineSettings())

@@ -18,7 +18,7 @@ from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
-__all__ = ["Emit", "EngineContext", "EngineSettings", "Step", "SubjectEngine"]
+__all__ = ["Emit", "EngineContext", "EngineSettings", "PartedStateEngine", "StatePart", "Step", "SubjectEngine"]
 
 S = TypeVar("S")
 
@@ -116,6 +116,25 @@ class SubjectEngine(Protocol[S]):
 
     def load_state(self, raw: Mapping[str, Any]) -> S:
         """Rebuild state from `dump_state` output; raise engine.errors.InvalidStateError if unreadable."""
+        ...
+
+
+StatePart = tuple[str, dict[str, Any] | None]
+"""One changelog entry of a subject: part name ("" is the subject's own entry) and JSON, None to delete."""
+
+
+@runtime_checkable
+class PartedStateEngine(Protocol):
+    """An engine whose subject state is kept as several changelog entries, so a batch writes only the parts
+    it changed instead of the whole state (a partition's applications grow without bound)."""
+
+    def state_changes(self, old: Any, new: Any) -> Iterable[StatePart]:
+        """The parts that differ between the state last written (`old`) and `new`; None means absent."""
+        ...
+
+    def load_part(self, state: Any, part: str, raw: Mapping[str, Any] | None) -> Any:
+        """`state` (None: nothing yet) with one part restored or, for `raw=None`, removed; None when nothing
+        is left. Raise engine.errors.InvalidStateError if `raw` is unreadable."""
         ...
 
 

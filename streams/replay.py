@@ -19,6 +19,7 @@ from engine.inventory import ObjectKey
 from engine.registry import build_engines
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from engine.runtime.routing import inventory_key, subject_key_of
+from streams.memory import tune_garbage_collector
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
 from topics.codec import decode_event
@@ -60,6 +61,7 @@ class Replayer:
     ) -> None:
         self.settings = settings
         self.out = out
+        tune_garbage_collector(settings.gc_threshold)
         self.warn = warn or (lambda text: print(text, file=sys.stderr))
         self._names = settings.topics.roles()
         self._names.update({role.value: role for role in TopicRole})

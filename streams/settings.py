@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
     log_level: str = "INFO"
     shutdown_timeout_seconds: float = Field(default=20.0, gt=0)
+    gc_threshold: int = Field(default=50_000, ge=0)
+    """Young-generation threshold of Python's cyclic garbage collector (see streams/memory.py); 0 keeps
+    Python's default of 700."""
 
     def engine_settings(self) -> EngineSettings:
         """The pure subset the engines see."""

@@ -1,18 +1,37 @@
-"""Which placements an inventory change can affect (spec L2–L4), answered from the indexes."""
+"""Which placements an inventory change can affect (spec L2–L4), answered from the indexes.
+
+A cluster or taint change that keeps the cluster in the same sets is narrowed further, placement by placement:
+only the inputs the pipeline reads from one cluster matter (its labels and claims for predicates and groups,
+its taints for the taint filter, allocatable and capacity for the resource prioritizers, the deletion mark
+for availability, and anything for CEL). A placement for which the cluster passes the filters before and
+after, with the same scoring inputs, computes the same answer and is not re-decided, even if it holds it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from engine.cluster.compiled import CompiledPlacement
 from engine.cluster.indexes import PlacementIndex
+from engine.cluster.plugins.taint_toleration import taint_outcome
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
 from engine.cluster.views import CLUSTERSET_LABEL
+from engine.cluster.weights import plan_prioritizers
 from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
-from topics.inventory import ManagedCluster, ManagedClusterSetBinding
+from topics.inventory import ManagedCluster, ManagedClusterSetBinding, Taint
+from topics.placement import Placement
 
-__all__ = ["ClusterVersion", "affected_placements", "predicates_could_pass", "sets_containing"]
+__all__ = [
+    "ClusterDelta",
+    "ClusterVersion",
+    "affected_placements",
+    "answer_may_change",
+    "predicates_could_pass",
+    "sets_containing",
+]
 
 
 def sets_containing(cluster: ManagedCluster, inventory: Inventory) -> set[str]:
@@ -50,6 +69,74 @@ def predicates_could_pass(compiled: CompiledPlacement, versions: Sequence[Cluste
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterDelta:
+    """One cluster's change that kept its set membership, as far as a placement's answer can tell."""
+
+    name: str
+    before: ClusterVersion
+    after: ClusterVersion
+    scoring_changed: bool
+    """Allocatable, capacity, deletion mark or spec taints changed (read by prioritizers and availability)."""
+    taints: tuple[Sequence[Taint], Sequence[Taint]] | None = None
+    """Effective taints before and after, for a taint change."""
+
+
+def answer_may_change(
+    placement: Placement, compiled: CompiledPlacement, delta: ClusterDelta, *, holds: bool, now: datetime
+) -> bool:
+    """Whether re-deciding the placement after `delta` could give another answer; `holds`: it decided the cluster."""
+    versions = (delta.before, delta.after)
+    if delta.scoring_changed:
+        return holds or predicates_could_pass(compiled, versions)
+    if compiled.predicate_error is not None or any(selector.cel for selector in compiled.predicates):
+        return True  # CEL reads the whole cluster; a broken predicate is re-reported either way
+    if delta.before != delta.after and (compiled.groups or compiled.group_error is not None):
+        return holds or predicates_could_pass(compiled, versions)  # group selectors read labels and claims
+    passed = (predicates_could_pass(compiled, (delta.before,)), predicates_could_pass(compiled, (delta.after,)))
+    if delta.taints is not None:  # labels and claims are the same on both sides, and so is the predicate answer
+        tolerations = placement.spec.tolerations
+        before = taint_outcome(delta.taints[0], tolerations, now, held=holds)
+        after = taint_outcome(delta.taints[1], tolerations, now, held=holds)
+        if passed[0] and (before[1] or after[1]):
+            return True  # a toleration runs out: the placement's timer moves
+        passed = (passed[0] and before[0], passed[1] and after[0])
+    if passed[0] == passed[1]:
+        return holds and not passed[0]  # passing on both sides with the same inputs; a stale holder must let go
+    # the cluster starts or stops being a candidate: it may be selected, or it leaves a decision, or it moves
+    # the scores of the others through a prioritizer normalised over the candidates
+    return holds or passed[1] or _scores_relative_to_candidates(placement)
+
+
+def _scores_relative_to_candidates(placement: Placement) -> bool:
+    planned, status = plan_prioritizers(placement.spec.prioritizer_policy)
+    return status.failed or any(entry.prioritizer.RELATIVE for entry in planned)
+
+
+def _cluster_delta(change: InventoryChange, inventory: Inventory) -> ClusterDelta | None:
+    """The delta of a cluster or taint change, None when a side is missing."""
+    if change.key.kind == TAINTS_KIND:
+        cluster = inventory.cluster(change.key.name)
+        if cluster is None:
+            return None
+        version = _version(cluster)
+        return ClusterDelta(change.key.name, version, version, False, (change.before or (), change.after or ()))
+    before, after = change.before, change.after
+    if not isinstance(before, ManagedCluster) or not isinstance(after, ManagedCluster):
+        return None
+    scoring_changed = (
+        before.status.allocatable != after.status.allocatable
+        or before.status.capacity != after.status.capacity
+        or before.metadata.deletion_timestamp != after.metadata.deletion_timestamp
+        or before.spec.taints != after.spec.taints
+    )
+    return ClusterDelta(change.key.name, _version(before), _version(after), scoring_changed)
+
+
+def _version(cluster: ManagedCluster) -> ClusterVersion:
+    return cluster.metadata.labels, {claim.name: claim.value for claim in cluster.status.cluster_claims}
+
+
 def _same(memberships: Sequence[set[str]]) -> bool:
     return bool(memberships) and all(m == memberships[0] for m in memberships)
 
@@ -73,12 +160,12 @@ def affected_placements(
     index: PlacementIndex,
     changes: Sequence[InventoryChange],
     inventory: Inventory,
-    could_see: Callable[[str, Sequence[ClusterVersion]], bool] | None = None,
+    may_change: Callable[[str, ClusterDelta], bool] | None = None,
 ) -> list[str]:
     """Keys of the affected placements, in (namespace, name) order.
 
-    `could_see(key, cluster_versions)` narrows a cluster or taint change that leaves set membership alone to the
-    placements whose predicates may pass the cluster (None: every placement L2 names).
+    `may_change(key, delta)` narrows a cluster or taint change that leaves set membership alone (None: every
+    placement L2 names, and every placement holding the cluster).
     """
     keys: set[str] = set()
     for change in changes:
@@ -88,13 +175,11 @@ def affected_placements(
             memberships = [sets_containing(cluster, inventory) for cluster in clusters]
             sets = set().union(*memberships)
             near = index.in_namespaces(_binding_namespaces(inventory, sets), sets)
-            if could_see is not None and len(memberships) == len(clusters) and _same(memberships):
-                # the cluster stayed in the same sets, so only placements whose predicates pass it (as it was or
-                # is) or whose decision holds it can move; the rest would compute the same answer again
-                versions = [(c.metadata.labels, {x.name: x.value for x in c.status.cluster_claims}) for c in clusters]
-                near = {key for key in near if could_see(key, versions)}
+            near |= index.by_cluster.get(change.key.name, set())
+            delta = _cluster_delta(change, inventory) if _same(memberships) else None
+            if may_change is not None and delta is not None and len(memberships) == len(clusters):
+                near = {key for key in near if may_change(key, delta)}
             keys |= near
-            keys |= index.by_cluster.get(change.key.name, set())
         elif kind == "ManagedClusterSet":
             sets = {change.key.name}
             keys |= index.in_namespaces(_binding_namespaces(inventory, sets), sets)

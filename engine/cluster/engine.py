@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.cluster.affected import ClusterVersion, affected_placements, predicates_could_pass
+from engine.cluster.affected import ClusterDelta, affected_placements, answer_may_change
 from engine.cluster.compiled import CompiledPlacement, compile_placement
 from engine.cluster.conditions import set_conditions
 from engine.cluster.events import decided_event, deleted_event
@@ -172,24 +172,33 @@ class ClusterPlacementEngine:
         ]
         self.published += 1
         new_state = PlacementState(state.placement, published, state.due)
-        if follow_up and published.clusters() != current and self._follow_up_may_differ(evaluation, ctx):
-            more, new_state, evaluation = self._decide_once(key, new_state, published.clusters(), ctx, follow_up=False)
+        decided = published.clusters()
+        if follow_up and decided != current and self._follow_up_may_differ(evaluation, current, decided, ctx):
+            more, new_state, evaluation = self._decide_once(key, new_state, decided, ctx, follow_up=False)
             emits.extend(more)
         return emits, new_state, evaluation
 
-    def _follow_up_may_differ(self, evaluation: Evaluation, ctx: EngineContext) -> bool:
+    def _follow_up_may_differ(
+        self, evaluation: Evaluation, before: frozenset[str], after: frozenset[str], ctx: EngineContext
+    ) -> bool:
         """Whether re-evaluating with the new decision as current decisions can change the answer (L5).
 
         Only Steady and NoSelectIfNew read the current decisions. With a non-negative Steady weight the
-        boost moves exactly onto the selected clusters, which keeps them on top, so the selection, groups,
-        pages and status stay the same; a failed evaluation does not depend on them at all.
+        boost moves exactly onto the selected clusters, which keeps them on top. NoSelectIfNew lets a tainted
+        cluster pass only while it is decided: the clusters it filters differ between the two evaluations
+        only for tainted clusters that were decided before and are not now (they passed, and now would
+        not). A new placement (nothing decided before) never needs the follow-up; a failed evaluation does
+        not depend on the current decisions at all.
         """
         if evaluation.status.failed:
             return False
         if any(p.name == "Steady" and p.weight < 0 for p in evaluation.prioritizers):
             return True
+        dropped = before - after
+        if not dropped:
+            return False
         view = self.view(ctx.inventory)
-        return not view.no_select_if_new().isdisjoint(evaluation.available)
+        return any(name in dropped for name in view.no_select_if_new().intersection(evaluation.available))
 
     def on_timer(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """A toleration or score expiry, or the resync, is due: re-evaluate."""
@@ -203,12 +212,16 @@ class ClusterPlacementEngine:
         """Only the placements the changes can affect, in (namespace, name) order (L2–L4, L10)."""
         explained = ctx.settings.explain
 
-        def could_see(key: str, versions: Sequence[ClusterVersion]) -> bool:
+        def may_change(key: str, delta: ClusterDelta) -> bool:
             cached = self._compiled.get(key)
+            tracked = self._index.tracked.get(key)
             # explained placements report every cluster's filter, so any change shows in them
-            return key in explained or cached is None or predicates_could_pass(cached[1], versions)
+            if key in explained or cached is None or tracked is None:
+                return True
+            holds = delta.name in tracked.decided
+            return answer_may_change(cached[0], cached[1], delta, holds=holds, now=ctx.now)
 
-        return affected_placements(self._index, changes, ctx.inventory, could_see)
+        return affected_placements(self._index, changes, ctx.inventory, may_change)
 
     def on_config(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """Queue configurations do not concern cluster placement."""

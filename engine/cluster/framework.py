@@ -113,6 +113,8 @@ class Prioritizer(Protocol):
     """A scoring step (spec F); `name` is the F9 result name."""
 
     NAME: ClassVar[str]
+    RELATIVE: ClassVar[bool]
+    """Scores are normalised over the candidates, so adding or removing any candidate can move the others."""
 
     @property
     def name(self) -> str:

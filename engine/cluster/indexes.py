@@ -104,14 +104,15 @@ class PlacementIndex:
             self._unlink(key, old)
             self.counts.replace(old.decided, frozenset())
 
-    def _unlink(self, key: str, old: TrackedPlacement) -> None:
+    def _unlink(self, key: str, old: TrackedPlacement, keep: frozenset[str] = frozenset()) -> None:
+        """Drop `key` from the indexes of `old`, except the decided clusters in `keep` (still decided)."""
         self.by_namespace.get(old.namespace, set()).discard(key)
         if old.score_names is None:
             self.any_score.discard(key)
         else:
             for name in old.score_names:
                 self.by_score.get(name, set()).discard(key)
-        for cluster in old.decided:
+        for cluster in old.decided - keep if keep else old.decided:
             holders = self.by_cluster.get(cluster)
             if holders is not None:
                 holders.discard(key)
@@ -119,12 +120,14 @@ class PlacementIndex:
                     del self.by_cluster[cluster]
 
     def put(self, key: str, entry: TrackedPlacement) -> None:
-        """Add or replace a placement."""
+        """Add or replace a placement; only the decided clusters that changed are re-indexed."""
         old = self.tracked.get(key)
         if old == entry:
             return
+        kept: frozenset[str] = frozenset()
         if old is not None:
-            self._unlink(key, old)
+            kept = old.decided & entry.decided
+            self._unlink(key, old, kept)
         self.tracked[key] = entry
         self.by_namespace.setdefault(entry.namespace, set()).add(key)
         if entry.score_names is None:
@@ -132,7 +135,7 @@ class PlacementIndex:
         else:
             for name in entry.score_names:
                 self.by_score.setdefault(name, set()).add(key)
-        for cluster in entry.decided:
+        for cluster in entry.decided - kept if kept else entry.decided:
             self.by_cluster.setdefault(cluster, set()).add(key)
         self.counts.replace(old.decided if old is not None else frozenset(), entry.decided)
 

@@ -71,10 +71,7 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
             result.status = outcome.status
             return
         if len(outcome.passed) != len(candidates):
-            kept = set(outcome.passed)
-            for name in candidates:
-                if name not in kept:
-                    result.filtered_by[name] = step.NAME
+            result.filtered_by.update(dict.fromkeys(set(candidates).difference(outcome.passed), step.NAME))
         candidates = outcome.passed
         due.extend(outcome.due)
 
@@ -94,10 +91,13 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
             final = scored.status
         due.extend(scored.due)
         weight = entry.weight
-        if first and len(scored.scores) == len(totals):
-            totals = {name: weight * value for name, value in scored.scores.items()}
+        scores = scored.scores
+        if first and len(scores) == len(totals):
+            totals = {name: weight * value for name, value in scores.items()}
+        elif len(scores) == len(totals):  # every candidate scored: one pass without lookups that miss
+            totals = {name: total + weight * scores[name] for name, total in totals.items()}
         else:
-            for name, value in scored.scores.items():
+            for name, value in scores.items():
                 if value:
                     totals[name] += weight * value
         first = False

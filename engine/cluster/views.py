@@ -76,6 +76,7 @@ class InventoryView:
         self._cel_docs: dict[str, Any] = {}
         self._cel_results: dict[tuple[str, str], bool] = {}
         self._resources: dict[str, dict[str, float]] = {}
+        self._by_resource: dict[str, dict[str, float]] = {}
         self._terminating: frozenset[str] | None = None
         self._tainted: frozenset[str] | None = None
         self._if_new: frozenset[str] | None = None
@@ -230,6 +231,18 @@ class InventoryView:
             self._cel_by_object.pop(key, None)
 
     # --- resources -------------------------------------------------------------------------------
+    def allocatable_of(self, resource: str) -> Mapping[str, float]:
+        """`allocatable(name, resource)` of every cluster that reports it, by name; built once per view."""
+        cached = self._by_resource.get(resource)
+        if cached is None:
+            cached = {}
+            for cluster in self.inventory.clusters():
+                value = self.allocatable(cluster.metadata.name, resource)
+                if value is not None:
+                    cached[cluster.metadata.name] = value
+            self._by_resource[resource] = cached
+        return cached
+
     def allocatable(self, name: str, resource: str) -> float | None:
         """Allocatable `resource` as a double, only when capacity is also reported (spec F4)."""
         cached = self._resources.get(name)

@@ -27,9 +27,7 @@ class Acl:
 
     def allows(self, user: str, groups: Iterable[str]) -> bool:
         """Exact, case-sensitive matching of the user or any group (K5)."""
-        if self.everyone or user in self.users:
-            return True
-        return any(group in self.groups for group in groups)
+        return self.everyone or user in self.users or not self.groups.isdisjoint(groups)
 
 
 NO_ACCESS = Acl()

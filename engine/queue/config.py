@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -18,6 +18,7 @@ from engine.queue.acl import NO_ACCESS, Acl, parse_acl
 from engine.queue.filters import build_filter
 from engine.queue.names import ROOT, normalize_partition, parent_path
 from engine.queue.rules import RULE_FACTORIES, PlacementRule, RecoveryRule, RuleOptions, RuleSpec
+from engine.queue.state import QueueRecord
 from engine.queue.validate import QueueSpec, check_queues, check_rule, check_static_paths, with_root
 from engine.queue.yamlschema import read_config_document
 
@@ -34,6 +35,11 @@ class ConfiguredQueue:
     parent: bool
     submit_acl: Acl = NO_ACCESS
     admin_acl: Acl = NO_ACCESS
+    record: QueueRecord = field(init=False, compare=False, repr=False)
+    """The same properties as the state keeps them; built once, as every placement reads them."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "record", QueueRecord(self.parent, self.submit_acl, self.admin_acl))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
 
-from engine.core import Emit, EngineContext, Step
+from engine.core import Emit, EngineContext, StatePart, Step
 from engine.errors import InvalidStateError
 from engine.inventory import InventoryChange
 from engine.queue.config import PartitionConfig, QueueConfig
 from engine.queue.names import normalize_partition
+from engine.queue.persistent import changed_items, with_item, without_item
 from engine.queue.placement import Placed, PlacementOutcome, Rejected, Submission, place_application
-from engine.queue.state import PartitionState, dump_partition_state, load_partition_state
+from engine.queue.state import (
+    PartitionState,
+    dump_application,
+    dump_partition_meta,
+    dump_partition_state,
+    load_application,
+    load_partition_meta,
+    load_partition_state,
+)
 from engine.queue.tree import complete_application, reconcile
 from topics.codec import DecodedEvent
 from topics.queue import ApplicationCompleted, ApplicationPlaced, ApplicationRejected, ApplicationSubmitted
@@ -22,6 +32,8 @@ __all__ = ["QueueEngine", "apply_config", "complete", "partition_of_key", "place
 
 _LOG = logging.getLogger(__name__)
 _SUBMITTED = "application.submitted"
+_APP_PART = "apps/"
+"""Changelog part prefix of one application's entry; the partition's queue records are the subject's own."""
 _COMPLETED = "application.completed"
 
 
@@ -162,6 +174,44 @@ class QueueEngine:
 
     def track(self, key: str, state: PartitionState | None) -> None:
         """No indexes to keep."""
+
+    def state_changes(self, old: PartitionState | None, new: PartitionState | None) -> Iterable[StatePart]:
+        """The queue records as the subject's own entry, and one entry per changed application, so placing
+        one application writes one small entry whatever the partition holds."""
+        before, after = old or PartitionState(), new or PartitionState()
+        parts: list[StatePart] = []
+        if new is None:
+            parts.append(("", None))
+        elif old is None or before.queues != after.queues or before.configured_in_use != after.configured_in_use:
+            parts.append(("", dump_partition_meta(after)))
+        parts.extend(
+            (_APP_PART + app_id, None if app is None else dump_application(app))
+            for app_id, app in changed_items(before.applications, after.applications)
+        )
+        return parts
+
+    def load_part(
+        self, state: PartitionState | None, part: str, raw: Mapping[str, Any] | None
+    ) -> PartitionState | None:
+        """Apply one changelog entry of `state_changes`.
+
+        Raises:
+            InvalidStateError: unknown part or unreadable entry.
+        """
+        current = state or PartitionState()
+        if not part:
+            current = load_partition_meta({} if raw is None else raw, current)
+        elif part.startswith(_APP_PART) and len(part) > len(_APP_PART):
+            app_id = part[len(_APP_PART) :]
+            applications = current.applications
+            if raw is None:
+                applications = without_item(applications, app_id)
+            else:
+                applications = with_item(applications, app_id, load_application(raw, app_id))
+            current = replace(current, applications=applications)
+        else:
+            raise InvalidStateError(f"unknown queue state part {part!r}")
+        return _keep(current)
 
     def dump_state(self, state: PartitionState) -> dict[str, Any]:
         """The state as JSON (see `dump_partition_state`)."""

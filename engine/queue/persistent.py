@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-__all__ = ["PersistentMap", "with_item", "without_item"]
+__all__ = ["PersistentMap", "changed_items", "with_item", "without_item"]
 
 V = TypeVar("V")
 
@@ -97,3 +97,21 @@ def without_item(mapping: Mapping[str, V], key: str) -> PersistentMap[V]:
     """`mapping` minus one entry, as a persistent map."""
     base = mapping if isinstance(mapping, PersistentMap) else PersistentMap(mapping)
     return base.delete(key)
+
+
+def changed_items(old: Mapping[str, V], new: Mapping[str, V]) -> list[tuple[str, V | None]]:
+    """What turns `old` into `new`, sorted by key: (key, value) for added or changed entries, (key, None) for
+    removed ones. Two persistent maps are compared only in the buckets they do not share, so the cost follows
+    the size of the change, not of the maps."""
+    if isinstance(old, PersistentMap) and isinstance(new, PersistentMap):
+        pairs = [
+            (before, after) for before, after in zip(old._buckets, new._buckets, strict=True) if before is not after
+        ]
+    else:
+        pairs = [(old, new)]
+    changes: list[tuple[str, V | None]] = []
+    for before, after in pairs:
+        changes.extend((key, value) for key, value in after.items() if before.get(key) != value)
+        changes.extend((key, None) for key in before if key not in after)
+    changes.sort(key=lambda item: item[0])
+    return changes

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+
+import orjson
 
 from engine.queue.config import PartitionConfig
 from engine.queue.names import RECOVERY_QUEUE, ROOT, matches_filter_user
@@ -49,8 +50,8 @@ class Submission:
 
     def fingerprint(self) -> str:
         """A digest of the content, to recognise a re-delivered submission (decided item 1)."""
-        content = {"user": self.user, "groups": list(self.groups), "queue": self.queue, "tags": dict(self.tags)}
-        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        content = {"user": self.user, "groups": self.groups, "queue": self.queue, "tags": dict(self.tags)}
+        return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +113,11 @@ def _accept(
     state, new_queues = created
     outcome = Placed(queue=queue, rule=rule, created=bool(new_queues))
     active = ActiveApplication(queue, rule, outcome.created, submission.fingerprint())
-    state = replace(state, applications=with_item(state.applications, submission.application_id, active))
-    state = replace(state, configured_in_use=remember_configured(QueueView(view.partition, state), queue))
+    state = PartitionState(
+        queues=state.queues,
+        applications=with_item(state.applications, submission.application_id, active),
+        configured_in_use=remember_configured(QueueView(view.partition, state), queue),
+    )
     return state, outcome
 
 

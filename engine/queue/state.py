@@ -5,7 +5,7 @@ which of them the new file dropped (spec N3)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -13,7 +13,17 @@ from engine.errors import InvalidStateError, QueueConfigError
 from engine.queue.acl import NO_ACCESS, Acl, parse_acl
 from engine.queue.persistent import PersistentMap
 
-__all__ = ["ActiveApplication", "PartitionState", "QueueRecord", "dump_partition_state", "load_partition_state"]
+__all__ = [
+    "ActiveApplication",
+    "PartitionState",
+    "QueueRecord",
+    "dump_application",
+    "dump_partition_meta",
+    "dump_partition_state",
+    "load_application",
+    "load_partition_meta",
+    "load_partition_state",
+]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -61,18 +71,26 @@ def _dump_record(record: QueueRecord) -> dict[str, Any]:
     return out
 
 
-def dump_partition_state(state: PartitionState) -> dict[str, Any]:
-    """JSON-ready form, keys sorted so equal states dump equally."""
+def dump_application(app: ActiveApplication) -> dict[str, Any]:
+    """One application's changelog entry."""
+    return {"queue": app.queue, "rule": app.rule, "created": app.created, "fingerprint": app.fingerprint}
+
+
+def dump_partition_meta(state: PartitionState) -> dict[str, Any]:
+    """Everything but the applications (the queue records), keys sorted so equal states dump equally."""
     return {
         "queues": {path: _dump_record(state.queues[path]) for path in sorted(state.queues)},
-        "applications": {
-            app_id: {"queue": app.queue, "rule": app.rule, "created": app.created, "fingerprint": app.fingerprint}
-            for app_id, app in sorted(state.applications.items())
-        },
         "configuredInUse": {
             path: _dump_record(state.configured_in_use[path]) for path in sorted(state.configured_in_use)
         },
     }
+
+
+def dump_partition_state(state: PartitionState) -> dict[str, Any]:
+    """The whole state as JSON, keys sorted so equal states dump equally."""
+    meta = dump_partition_meta(state)
+    applications = {app_id: dump_application(app) for app_id, app in sorted(state.applications.items())}
+    return {"queues": meta["queues"], "applications": applications, "configuredInUse": meta["configuredInUse"]}
 
 
 def _expect(value: Any, kind: type, what: str) -> Any:
@@ -97,24 +115,44 @@ def _load_records(raw: Any, what: str) -> dict[str, QueueRecord]:
     return records
 
 
+def load_application(raw: Any, app_id: str) -> ActiveApplication:
+    """Rebuild `dump_application` output.
+
+    Raises:
+        InvalidStateError: the value does not have the dumped shape.
+    """
+    item = _expect(raw, dict, f"applications[{app_id}]")
+    return ActiveApplication(
+        queue=_expect(item.get("queue"), str, "queue"),
+        rule=_expect(item.get("rule"), str, "rule"),
+        created=_expect(item.get("created"), bool, "created"),
+        fingerprint=_expect(item.get("fingerprint"), str, "fingerprint"),
+    )
+
+
+def load_partition_meta(raw: Any, state: PartitionState) -> PartitionState:
+    """`state` with the queue records of `dump_partition_meta` output (its applications stay).
+
+    Raises:
+        InvalidStateError: the value does not have the dumped shape.
+    """
+    _expect(raw, Mapping, "state")
+    return PartitionState(
+        queues=MappingProxyType(_load_records(raw.get("queues", {}), "queues")),
+        applications=state.applications,
+        configured_in_use=MappingProxyType(_load_records(raw.get("configuredInUse", {}), "configuredInUse")),
+    )
+
+
 def load_partition_state(raw: Mapping[str, Any]) -> PartitionState:
     """Rebuild `dump_partition_state` output.
 
     Raises:
         InvalidStateError: the value does not have the dumped shape.
     """
-    _expect(raw, Mapping, "state")
-    applications: dict[str, ActiveApplication] = {}
-    for app_id, raw_item in _expect(raw.get("applications", {}), dict, "applications").items():
-        item = _expect(raw_item, dict, f"applications[{app_id}]")
-        applications[_expect(app_id, str, "application id")] = ActiveApplication(
-            queue=_expect(item.get("queue"), str, "queue"),
-            rule=_expect(item.get("rule"), str, "rule"),
-            created=_expect(item.get("created"), bool, "created"),
-            fingerprint=_expect(item.get("fingerprint"), str, "fingerprint"),
-        )
-    return PartitionState(
-        queues=MappingProxyType(_load_records(raw.get("queues", {}), "queues")),
-        applications=PersistentMap(applications),
-        configured_in_use=MappingProxyType(_load_records(raw.get("configuredInUse", {}), "configuredInUse")),
-    )
+    state = load_partition_meta(raw, PartitionState())
+    applications = {
+        _expect(app_id, str, "application id"): load_application(item, app_id)
+        for app_id, item in _expect(raw.get("applications", {}), dict, "applications").items()
+    }
+    return replace(state, applications=PersistentMap(applications))

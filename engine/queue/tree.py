@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from types import MappingProxyType
 
 from engine.queue.config import PartitionConfig
@@ -17,11 +18,13 @@ from engine.queue.state import ActiveApplication, PartitionState, QueueRecord
 __all__ = ["QueueView", "complete_application", "create_queues", "reconcile", "remember_configured"]
 
 
-def _ancestors_or_self(path: str) -> Iterable[str]:
-    current: str | None = path
-    while current is not None:
-        yield current
-        current = parent_path(current)
+@lru_cache(maxsize=65_536)
+def _ancestors_or_self(path: str) -> tuple[str, ...]:
+    """The path and its ancestors up to root; cached, as every placement walks them several times."""
+    chain = [path]
+    while (parent := parent_path(chain[-1])) is not None:
+        chain.append(parent)
+    return tuple(chain)
 
 
 def _depth_first(paths: Iterable[str]) -> list[str]:
@@ -41,7 +44,7 @@ class QueueView:
         """The queue's properties, None when it does not exist."""
         configured = self.partition.queues.get(path)
         if configured is not None:
-            return QueueRecord(configured.parent, configured.submit_acl, configured.admin_acl)
+            return configured.record
         return self.state.queues.get(path)
 
     def exists(self, path: str) -> bool:
@@ -109,8 +112,7 @@ def create_queues(view: QueueView, path: str, app: Applicant) -> tuple[Partition
         return f"creation of queue {path} failed parent is already a leaf: {ancestor}"
     if view.is_draining(ancestor):
         return f"cannot add a child queue when queue is marked for deletion: {ancestor}"
-    missing = [item for item in _ancestors_or_self(path) if len(item) > len(ancestor)]
-    missing.reverse()
+    missing = [item for item in reversed(_ancestors_or_self(path)) if len(item) > len(ancestor)]
     if any(item.rpartition(".")[2] == RECOVERY_LEVEL for item in missing):
         return f"dynamic queue cannot be {RECOVERY_QUEUE}"
     queues = dict(view.state.queues)
@@ -120,14 +122,17 @@ def create_queues(view: QueueView, path: str, app: Applicant) -> tuple[Partition
 
 
 def remember_configured(view: QueueView, path: str) -> Mapping[str, QueueRecord]:
-    """Snapshot the configured ancestors of an occupied queue, for a later reload (N3)."""
-    snapshot = dict(view.state.configured_in_use)
-    for item in _ancestors_or_self(path):
-        if view.is_configured(item):
-            record = view.record(item)
-            if record is not None:
-                snapshot[item] = record
-    return MappingProxyType(snapshot)
+    """Snapshot the configured ancestors of an occupied queue, for a later reload (N3); the same mapping
+    when it already holds them, which is the common case."""
+    known = view.state.configured_in_use
+    fresh = {
+        item: configured.record
+        for item in _ancestors_or_self(path)
+        if (configured := view.partition.queues.get(item)) is not None
+        and (held := known.get(item)) is not configured.record
+        and held != configured.record
+    }
+    return MappingProxyType({**known, **fresh}) if fresh else known
 
 
 def _removable(view: QueueView, path: str) -> bool:
@@ -197,5 +202,5 @@ def reconcile(partition: PartitionConfig, state: PartitionState) -> tuple[Partit
         for item in _ancestors_or_self(path):
             configured = partition.queues.get(item)
             if configured is not None:
-                snapshot[item] = QueueRecord(configured.parent, configured.submit_acl, configured.admin_acl)
+                snapshot[item] = configured.record
     return replace(state, configured_in_use=MappingProxyType(snapshot)), tuple(removed)

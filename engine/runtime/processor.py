@@ -1,8 +1,9 @@
 """The processing path shared by the Kafka service and `replay`: records in, records out, no I/O.
 
 One call is one batch: inputs are applied in order, every subject they touched is decided once at the end
-(in key order, so the result does not depend on arrival order within the batch), and a changelog entry is
-written for each subject whose state changed.
+(in key order, so the result does not depend on arrival order within the batch), and changelog entries are
+written for each subject whose state changed: the whole state, or for a `PartedStateEngine` only the parts
+that changed.
 """
 
 from __future__ import annotations
@@ -14,13 +15,22 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from engine.core import Emit, EngineContext, EngineSettings, ExplainingEngine, Step, SubjectEngine
+from engine.core import (
+    Emit,
+    EngineContext,
+    EngineSettings,
+    ExplainingEngine,
+    PartedStateEngine,
+    StatePart,
+    Step,
+    SubjectEngine,
+)
 from engine.errors import EngineError, InvalidStateError, RoutingError
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from engine.inventory.store import TAINTS_KIND
 from engine.runtime.deadletter import dead_letter
 from engine.runtime.records import InputRecord, OutputRecord, Stage
-from engine.runtime.routing import inventory_key, subject_key_of, subject_kind
+from engine.runtime.routing import changelog_key, inventory_key, split_changelog_key, subject_key_of, subject_kind
 from topics.codec import DecodedEvent, decode_event, dumps, encode_event, loads
 from topics.envelope import CONTENT_TYPE
 from topics.errors import ContractError, DecodeError
@@ -66,9 +76,15 @@ class Runtime:
         self.dead_letter_inventory = dead_letter_inventory
         """Only one instance dead-letters bad global-table records, or every instance would."""
         self._engines = {engine.KIND: engine for engine in engines}
+        self._parted: dict[str, PartedStateEngine] = {
+            engine.KIND: engine for engine in engines if isinstance(engine, PartedStateEngine)
+        }
         self._timers: list[tuple[datetime, str]] = []
         self._due: dict[str, datetime] = {}
         self._changelog: dict[str, bytes] = {}
+        """Subject key -> the subject's own changelog entry as last written or restored (dedupes rewrites)."""
+        self._written: dict[str, Any] = {}
+        """Subject key -> the state the changelog holds, for engines that write only changed parts."""
 
     # --- context, lookups -------------------------------------------------------------------------
     def context(self, now: datetime) -> EngineContext:
@@ -150,20 +166,32 @@ class Runtime:
         return batch.outputs
 
     # --- state restore and hand-over --------------------------------------------------------------
-    def restore(self, key: str, value: bytes | None) -> None:
-        """Load one changelog entry (the last one per key wins; None is a tombstone)."""
-        engine = self.engine_for(key)
-        if value is None:
-            self._set_state(engine, key, None)
-            self._changelog.pop(key, None)
-            return
+    def restore(self, record_key: str, value: bytes | None) -> None:
+        """Load one changelog entry (the last one per key wins; None is a tombstone).
+
+        Raises:
+            InvalidStateError: the key names no subject or the value cannot be read.
+        """
         try:
-            raw = loads(value)
-            state = engine.load_state(raw["state"])
+            key, part = split_changelog_key(record_key)
+            engine = self.engine_for(key)
+            raw = None if value is None else loads(value)["state"]
+            parted = self._parted.get(engine.KIND)
+            if parted is not None:
+                state = parted.load_part(self.states.get(key), part, raw)
+            elif part:
+                raise InvalidStateError(f"the {engine.KIND} engine keeps no state parts")
+            else:
+                state = None if raw is None else engine.load_state(raw)
         except (ValueError, KeyError, TypeError, EngineError) as exc:
-            raise InvalidStateError(f"changelog entry for {key} cannot be read: {exc}") from exc
+            raise InvalidStateError(f"changelog entry {record_key} cannot be read: {exc}") from exc
         self._set_state(engine, key, state)
-        self._changelog[key] = value
+        self._remember_written(key, state)
+        if not part:
+            if value is None:
+                self._changelog.pop(key, None)
+            else:
+                self._changelog[key] = value
 
     def forget(self, keys: Iterable[str]) -> None:
         """Drop subjects this instance no longer owns (no records are published)."""
@@ -171,6 +199,7 @@ class Runtime:
             if key in self.states:
                 self._set_state(self.engine_for(key), key, None)
             self._changelog.pop(key, None)
+            self._written.pop(key, None)
 
     # --- internals --------------------------------------------------------------------------------
     def _apply_inventory(self, batch: _Batch, record: InputRecord, now: datetime) -> list[InventoryChange]:
@@ -277,17 +306,36 @@ class Runtime:
             self._due[key] = due
             heapq.heappush(self._timers, (due, key))
 
+    def _remember_written(self, key: str, state: Any) -> None:
+        if state is None:
+            self._written.pop(key, None)
+        else:
+            self._written[key] = state
+
     def _write_changelog(self, batch: _Batch, key: str) -> None:
         state = self.states.get(key)
-        if state is None:
-            if self._changelog.pop(key, None) is not None:
-                batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, key.encode(), None, subject=key))
-            return
         engine = self.engine_for(key)
-        value = dumps({"kind": engine.KIND, "v": 1, "state": engine.dump_state(state)})
-        if self._changelog.get(key) != value:
-            self._changelog[key] = value
-            batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, key.encode(), value, subject=key))
+        parts: Iterable[StatePart]
+        parted = self._parted.get(engine.KIND)
+        if parted is not None:
+            written = self._written.get(key)
+            if written is state:
+                return
+            parts = parted.state_changes(written, state)
+            self._remember_written(key, state)
+        else:
+            parts = (("", None if state is None else engine.dump_state(state)),)
+        for part, raw in parts:
+            value = None if raw is None else dumps({"kind": engine.KIND, "v": 1, "state": raw})
+            if not part:  # the subject's own entry is rewritten only when its bytes change
+                if value == self._changelog.get(key):
+                    continue
+                if value is None:
+                    del self._changelog[key]
+                else:
+                    self._changelog[key] = value
+            record_key = changelog_key(key, part).encode()
+            batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
 
 
 def _stage(error: BaseException) -> str:

@@ -13,7 +13,7 @@ from topics.inventory import ClusterTaintsUpdated
 from topics.placement import Placement
 from topics.placementrule import PlacementRule, RecommendationPosted
 
-__all__ = ["INVENTORY_KINDS", "inventory_key", "subject_key_of", "subject_kind"]
+__all__ = ["INVENTORY_KINDS", "changelog_key", "inventory_key", "split_changelog_key", "subject_key_of", "subject_kind"]
 
 INVENTORY_KINDS: dict[str, str] = {
     "managedcluster": "ManagedCluster",
@@ -39,6 +39,20 @@ def subject_kind(key: str) -> str:
         shape = "Application/<partition>" if parts == 2 else f"{kind}/<namespace>/<name>"
         raise RoutingError(f"record key {key!r} is not of the form {shape}")
     return kind
+
+
+def changelog_key(subject: str, part: str) -> str:
+    """The changelog record key of one part of a subject's state: the subject key, then `/<part>`."""
+    return f"{subject}/{part}" if part else subject
+
+
+def split_changelog_key(key: str) -> tuple[str, str]:
+    """Subject key and part of a changelog record key (the inverse of `changelog_key`)."""
+    parts = _SUBJECT_PARTS.get(key.partition("/")[0], 0)
+    pieces = key.split("/", parts)
+    subject = "/".join(pieces[:parts]) if parts else key
+    subject_kind(subject)
+    return subject, pieces[parts] if len(pieces) > parts else ""
 
 
 def subject_key_of(event: DecodedEvent) -> str | None:

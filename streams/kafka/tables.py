@@ -11,21 +11,30 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-__all__ = ["RecordSink", "new_reader", "read_to_end"]
+__all__ = ["RecordSink", "new_reader", "read_to_end", "seek_to_start"]
 
 RecordSink = Callable[[Sequence[ConsumerRecord[bytes, bytes]]], Awaitable[None] | None]
 
 
-def new_reader(bootstrap_servers: str, client_id: str) -> AIOKafkaConsumer:
+def new_reader(bootstrap_servers: str, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
     """A group-less, read_committed consumer for manual assignment."""
     return AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         client_id=client_id,
+        fetch_max_wait_ms=fetch_max_wait_ms,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
     )
+
+
+async def seek_to_start(consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition], timeout: float) -> None:
+    """Position at the log start offsets. `seek_to_beginning` waits for the fetcher's next round, which can
+    be a whole fetch wait (500 ms) per call; asking for the offsets and seeking to them returns at once."""
+    start = await asyncio.wait_for(consumer.beginning_offsets(list(partitions)), timeout)
+    for tp in partitions:
+        consumer.seek(tp, start[tp])
 
 
 async def read_to_end(
@@ -42,7 +51,7 @@ async def read_to_end(
         return 0
     end = await asyncio.wait_for(consumer.end_offsets(list(partitions)), timeout)
     if from_beginning:
-        await consumer.seek_to_beginning(*partitions)
+        await seek_to_start(consumer, partitions, timeout)
     count = 0
     pending = {tp for tp in partitions if end[tp] > 0}
     loop = asyncio.get_running_loop()

@@ -17,6 +17,7 @@ class AddOnPrioritizer:
     """Reads `<resourceName>` in each cluster's namespace and takes the score named `<scoreName>`."""
 
     NAME: ClassVar[str] = "AddOn"
+    RELATIVE: ClassVar[bool] = False
 
     def __init__(self, resource_name: str, score_name: str) -> None:
         self.resource_name = resource_name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, ScoreResult
@@ -17,10 +18,17 @@ def balance_score(count: int, max_count: int) -> int:
     return 2 * math.trunc(100.0 * (0.5 - count / max_count))
 
 
+@lru_cache(maxsize=64)
+def _score_table(max_count: int) -> tuple[int, ...]:
+    """Scores by count, up to max_count + 1 (a count that still includes the placement's own decision)."""
+    return (100, *(balance_score(count, max_count) for count in range(1, max_count + 2)))
+
+
 class BalancePrioritizer:
     """Spreads placements over clusters by their decision counts in all other placements."""
 
     NAME: ClassVar[str] = "Balance"
+    RELATIVE: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -31,19 +39,13 @@ class BalancePrioritizer:
         """Scores every candidate; the same (count, maxCount) pair is computed once."""
         others = ctx.others
         max_count = others.max_count()
-        scores = dict.fromkeys(candidates, 100)
         if max_count <= 0:
-            return ScoreResult(scores)
-        memo: dict[int, int] = {}
+            return ScoreResult(dict.fromkeys(candidates, 100))
         counts, own = others.snapshot()
+        table = _score_table(max_count)
         get = counts.get
-        for name in candidates:
-            count = get(name, 0)
-            if count and name in own:
-                count -= 1
-            if count > 0:
-                value = memo.get(count)
-                if value is None:
-                    value = memo[count] = balance_score(count, max_count)
-                scores[name] = value
+        scores = {name: table[get(name, 0)] for name in candidates}
+        for name in own:  # their count includes this placement once
+            if name in scores:
+                scores[name] = table[get(name, 0) - 1]
         return ScoreResult(scores)

@@ -11,12 +11,8 @@ __all__ = ["resource_scores"]
 
 def resource_scores(ctx: EvalContext, candidates: list[str], resource: str) -> ScoreResult:
     """Min-max normalised allocatable over the candidates that report it; others get no score."""
-    view = ctx.view
-    values: dict[str, float] = {}
-    for name in candidates:
-        value = view.allocatable(name, resource)
-        if value is not None:
-            values[name] = value
+    reported = ctx.view.allocatable_of(resource)
+    values = {name: reported[name] for name in candidates if name in reported}
     if not values:
         return ScoreResult({})
     low, high = min(values.values()), max(values.values())

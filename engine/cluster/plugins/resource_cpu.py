@@ -14,6 +14,7 @@ class ResourceAllocatableCPUPrioritizer:
     """Scores `status.allocatable.cpu` between -100 and 100."""
 
     NAME: ClassVar[str] = "ResourceAllocatableCPU"
+    RELATIVE: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

@@ -14,6 +14,7 @@ class ResourceAllocatableMemoryPrioritizer:
     """Scores `status.allocatable.memory` between -100 and 100."""
 
     NAME: ClassVar[str] = "ResourceAllocatableMemory"
+    RELATIVE: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

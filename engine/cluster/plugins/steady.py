@@ -13,6 +13,7 @@ class SteadyPrioritizer:
     """100 for clusters in the placement's current decisions, else 0."""
 
     NAME: ClassVar[str] = "Steady"
+    RELATIVE: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

@@ -11,7 +11,7 @@ from engine.cluster.status import PluginStatus
 from topics.inventory import Taint
 from topics.placement import Toleration
 
-__all__ = ["TaintTolerationFilter", "tolerated"]
+__all__ = ["TaintTolerationFilter", "taint_outcome", "tolerated"]
 
 _PREFER_NO_SELECT = "PreferNoSelect"
 _NO_SELECT_IF_NEW = "NoSelectIfNew"
@@ -50,6 +50,27 @@ def tolerated(taint: Taint, tolerations: Sequence[Toleration], now: datetime) ->
     return False, None
 
 
+def taint_outcome(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration], now: datetime, *, held: bool
+) -> tuple[bool, tuple[datetime, ...]]:
+    """Whether a cluster with these taints passes (D1–D9), and the instants its tolerations run out.
+
+    `held`: the cluster is in the placement's current decisions (NoSelectIfNew then does not filter it).
+    """
+    expiries: list[datetime] = []
+    for taint in taints:
+        if taint.effect == _PREFER_NO_SELECT:
+            continue
+        if taint.effect == _NO_SELECT_IF_NEW and held:
+            continue
+        covered, until = tolerated(taint, tolerations, now)
+        if not covered:
+            return False, ()
+        if until is not None:
+            expiries.append(until)
+    return True, tuple(expiries)
+
+
 class TaintTolerationFilter:
     """Removes clusters with a taint the placement does not tolerate."""
 
@@ -73,20 +94,7 @@ class TaintTolerationFilter:
             if name not in tainted:
                 passed.append(name)
                 continue
-            taints = inventory.taints_of(name)
-            ok = True
-            expiries: list[datetime] = []
-            for taint in taints:
-                if taint.effect == _PREFER_NO_SELECT:
-                    continue
-                if taint.effect == _NO_SELECT_IF_NEW and name in current:
-                    continue
-                covered, until = tolerated(taint, tolerations, now)
-                if not covered:
-                    ok = False
-                    break
-                if until is not None:
-                    expiries.append(until)
+            ok, expiries = taint_outcome(inventory.taints_of(name), tolerations, now, held=name in current)
             if ok:
                 passed.append(name)
                 due.extend(expiries)

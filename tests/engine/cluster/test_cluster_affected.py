@@ -1,5 +1,6 @@
-"""Narrowed re-decision: a cluster or taint change that keeps set membership re-decides only the placements whose
-predicates may pass the cluster (as it was or is), hold it in their decision, use CEL, or are explained."""
+"""Narrowed re-decision: a cluster or taint change that keeps set membership re-decides only the placements for
+which the cluster's candidacy (predicates, then taints) or its scoring inputs can differ, that use CEL, or are
+explained; a placement that holds the cluster and keeps passing it is left alone."""
 
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ PLACEMENTS: dict[str, dict[str, Any]] = {
             {"requiredClusterSelector": {"celSelector": {"celExpressions": ['managedCluster.metadata.name != "x"']}}}
         ]
     },
+    "tolerant": {"tolerations": [{"key": "k", "operator": "Exists"}]},
+    "for-a-while": {"tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 60}]},
+    "cpu": {"prioritizerPolicy": {"configurations": [{"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}}]}},
+    # both pick "a" alone (equal scores, name order): b and c are candidates they do not hold
+    "first": {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {"mode": "Exact", "configurations": [{"scoreCoordinate": {"builtIn": "Steady"}}]},
+    },
+    "first-by-cpu": {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [{"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}}],
+        },
+    },
 }
 
 
@@ -59,49 +75,77 @@ def _relabel(name: str, claims: dict[str, str] | None = None, **labels: str) -> 
     return change
 
 
-def _taint(name: str) -> Any:
-    return lambda inv: inv.apply(ClusterTaintsUpdated(cluster=name, taints=[Taint(key="k", effect="NoSelect")]), NOW)
+def _taint(name: str, effect: str = "NoSelect") -> Any:
+    return lambda inv: inv.apply(ClusterTaintsUpdated(cluster=name, taints=[Taint(key="k", effect=effect)]), NOW)
+
+
+def _allocatable(name: str, cpu: str) -> Any:
+    def change(inventory: Inventory) -> list[InventoryChange]:
+        cluster = ManagedCluster.model_validate(
+            {
+                "metadata": {"name": name, "labels": {SET_LABEL: "set1", "env": "dev"}},
+                "status": {"allocatable": {"cpu": cpu}, "capacity": {"cpu": "64"}},
+            }
+        )
+        return inventory.apply(cluster, NOW)
+
+    return change
 
 
 def keys(*names: str) -> list[str]:
     return [f"Placement/ns1/{n}" for n in sorted(names)]
 
 
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        # b leaves "dev" for "test": dev held it, prod and us never could see it
-        (_relabel("b", env="test"), keys("all", "cel", "dev")),
-        # b becomes prod: prod can now see it
-        (_relabel("b", env="prod"), keys("all", "cel", "dev", "prod")),
-        # a gains the us claim: us can now see it; prod holds it
-        (_relabel("a", {"region": "us"}, env="prod"), keys("all", "cel", "prod", "us")),
-        # a taint on c: only the placements whose predicates pass c
-        (_taint("c"), keys("all", "cel", "dev")),
-        # b moves to another set: membership changed, so every placement the sets reach (spec L2)
-        (
-            lambda inv: inv.apply(
-                ManagedCluster.model_validate({"metadata": {"name": "b", "labels": {SET_LABEL: "set2"}}}), NOW
-            ),
-            keys(*PLACEMENTS),
+EVERYONE = ("all", "tolerant", "for-a-while", "cpu", "first", "first-by-cpu")
+"""The placements without predicates: every cluster of the set is their candidate."""
+
+CASES = [
+    # b leaves "dev" for "test": dev loses it; the others pass it before and after, so their answer stands
+    (_relabel("b", env="test"), keys("cel", "dev")),
+    # b becomes prod: dev loses it, prod gains it
+    (_relabel("b", env="prod"), keys("cel", "dev", "prod")),
+    # a gains the us claim: us can now see it; prod keeps passing it
+    (_relabel("a", {"region": "us"}, env="prod"), keys("cel", "us")),
+    # a NoSelect taint on c: placements that held c and do not tolerate it, the one whose toleration expires, and
+    # first-by-cpu, whose CPU scores are normalised over the candidates c leaves; first did not hold c: unchanged
+    (_taint("c"), keys("all", "cel", "cpu", "dev", "first-by-cpu", "for-a-while")),
+    # a PreferNoSelect taint filters nothing and starts no toleration clock: only CEL
+    (_taint("c", "PreferNoSelect"), keys("cel")),
+    # c's allocatable CPU changes: a scoring input, so every placement that passes it
+    (_allocatable("c", "8"), keys(*EVERYONE, "cel", "dev")),
+    # b moves to another set: membership changed, so every placement the sets reach (spec L2)
+    (
+        lambda inv: inv.apply(
+            ManagedCluster.model_validate({"metadata": {"name": "b", "labels": {SET_LABEL: "set2"}}}), NOW
         ),
-    ],
-    ids=["label-left", "label-joined", "claim-joined", "taint", "set-moved"],
-)
-def test_cluster_change_re_decides_only_placements_that_can_see_the_cluster(change: Any, expected: list[str]) -> None:
+        keys(*PLACEMENTS),
+    ),
+]
+IDS = ["label-left", "label-joined", "claim-joined", "taint", "prefer-taint", "allocatable", "set-moved"]
+
+
+@pytest.mark.parametrize(("change", "expected"), CASES, ids=IDS)
+def test_cluster_change_re_decides_only_placements_whose_answer_can_move(change: Any, expected: list[str]) -> None:
     driver = _driver()
     assert driver.change(change(driver.inventory)) == expected
 
 
+def test_the_placements_that_pick_one_cluster_hold_a() -> None:
+    driver = _driver()
+    for name in ("first", "first-by-cpu"):
+        assert driver.states[keys(name)[0]].current() == {"a"}
+
+
 def test_explained_placements_are_always_re_decided() -> None:
     driver = _driver(EngineSettings(explain=frozenset(keys("us"))))
-    assert driver.change(_relabel("b", env="test")(driver.inventory)) == keys("all", "cel", "dev", "us")
+    assert driver.change(_relabel("b", env="test")(driver.inventory)) == keys("cel", "dev", "us")
 
 
-def test_skipped_placements_would_have_decided_the_same() -> None:
+@pytest.mark.parametrize("change", [case[0] for case in CASES], ids=IDS)
+def test_skipped_placements_would_have_decided_the_same(change: Any) -> None:
     """The narrowing is safe: re-deciding everything after the change publishes nothing more."""
     driver = _driver()
-    driver.change(_relabel("b", env="test")(driver.inventory))
+    driver.change(change(driver.inventory))
     published = len(driver.published)
     for key in keys(*PLACEMENTS):
         driver.decide(key)

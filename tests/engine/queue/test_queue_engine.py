@@ -14,8 +14,10 @@ from engine.errors import InvalidStateError
 from engine.inventory import Inventory
 from engine.queue.engine import QueueEngine
 from engine.queue.state import PartitionState
+from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.codec import DecodedEvent, decode_event, encode_event
 from topics.events import EVENT_KINDS
+from topics.names import TopicRole
 from topics.queue import ApplicationCompleted, ApplicationPlaced, ApplicationRejected, ApplicationSubmitted
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
@@ -202,3 +204,64 @@ def test_state_round_trips_through_json() -> None:
 def test_garbage_state_is_refused(raw: dict[str, Any]) -> None:
     with pytest.raises(InvalidStateError):
         ENGINE.load_state(raw)
+
+
+def _fold(parts: Any, state: PartitionState | None = None) -> PartitionState | None:
+    for part, raw in parts:
+        state = ENGINE.load_part(state, part, raw)
+    return state
+
+
+def test_state_changes_write_one_entry_per_changed_application() -> None:
+    ctx = _ctx(load(rules=[{"name": "provided", "create": True}]))
+    one = ENGINE.on_event(KEY, None, _submitted(user="alice", queue="root.a.b"), ctx).state
+    two = ENGINE.on_event(KEY, one, _submitted("app-2", user="bob", queue="root.a.b"), ctx).state
+    done = ENGINE.on_event(KEY, two, _event("application.completed", ApplicationCompleted(application_id="app-1")), ctx)
+    assert one is not None and two is not None and done.state is not None
+    first = list(ENGINE.state_changes(None, one))
+    assert [part for part, _ in first] == ["", "apps/app-1"]
+    assert first[0][1] == {
+        "queues": {"root.a": {"parent": True}, "root.a.b": {"parent": False}},
+        "configuredInUse": {"root": {"parent": True, "submitAcl": "*"}},
+    }
+    second = list(ENGINE.state_changes(one, two))
+    assert second == [("apps/app-2", ENGINE.dump_state(two)["applications"]["app-2"])]  # the queue existed
+    assert list(ENGINE.state_changes(two, done.state)) == [("apps/app-1", None)]  # root.a.b still holds app-2
+    assert list(ENGINE.state_changes(done.state, None)) == [("", None), ("apps/app-2", None)]
+    # restoring the entries in the order they were written rebuilds each state
+    assert _fold(first) == one
+    assert _fold(first + second) == two
+    assert _fold(first + second + [("apps/app-1", None)]) == done.state
+    assert _fold([("", None), ("apps/app-2", None)], done.state) is None
+
+
+@pytest.mark.parametrize(
+    ("part", "raw"),
+    [("queues", {}), ("apps/", {}), ("apps/a", {"queue": 1}), ("", {"queues": []})],
+    ids=["unknown-part", "empty-app-id", "bad-application", "bad-queue-records"],
+)
+def test_unreadable_state_parts_are_refused(part: str, raw: dict[str, Any]) -> None:
+    with pytest.raises(InvalidStateError):
+        ENGINE.load_part(None, part, raw)
+
+
+def test_runtime_writes_and_restores_application_entries() -> None:
+    """Through the runtime: a batch writes only what it changed, and the entries restore the partition."""
+    config = load(rules=[{"name": "provided", "create": True}])
+    runtime = Runtime([QueueEngine()], queue_config=config)
+    changelog: list[OutputRecord] = []
+    for offset, app in enumerate(("app-1", "app-2")):
+        event = _submitted(app, user="alice", queue="root.a.b")
+        value = encode_event(kind_name="application.submitted", data=event.data, subject=KEY, event_id=app, time=NOW)
+        record = InputRecord(TopicRole.SUBMISSIONS, 0, offset, KEY.encode(), value)
+        changelog += [o for o in runtime.process([record], NOW) if o.topic is TopicRole.CHANGELOG]
+    keys = [record.key for record in changelog]
+    assert keys == [KEY.encode(), f"{KEY}/apps/app-1".encode(), f"{KEY}/apps/app-2".encode()]
+    assert {record.subject for record in changelog} == {KEY}  # routed with the subject, to its partition
+    fresh = Runtime([QueueEngine()], queue_config=config)
+    for record in changelog:
+        assert record.key is not None
+        fresh.restore(record.key.decode(), record.value)
+    assert fresh.states == runtime.states
+    with pytest.raises(InvalidStateError):
+        fresh.restore("Application/default/queues", b'{"kind": "Application", "v": 1, "state": {}}')

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
-from engine.queue.persistent import PersistentMap, with_item, without_item
+from engine.queue.persistent import PersistentMap, changed_items, with_item, without_item
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, 300, 2000])
@@ -27,3 +28,32 @@ def test_equal_to_plain_mappings_and_converted_on_first_change() -> None:
     assert PersistentMap({"a": 1}) == proxy == PersistentMap(proxy) and PersistentMap() == {}
     assert with_item(proxy, "b", 2) == {"a": 1, "b": 2} and without_item(proxy, "a") == {}
     assert PersistentMap({"a": 1}).get("z", "dflt") == "dflt"
+
+
+def _grown(size: int) -> PersistentMap[int]:
+    base: PersistentMap[int] = PersistentMap()
+    for index in range(size):
+        base = base.set(f"app-{index}", index)
+    return base
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda m: m, []),
+        (lambda m: m.set("app-3", 3), []),  # same value: no change
+        (lambda m: m.set("app-3", 30), [("app-3", 30)]),
+        (lambda m: m.set("new", 1), [("new", 1)]),
+        (lambda m: m.delete("app-7"), [("app-7", None)]),
+        (lambda m: m.delete("app-2").set("app-1", 10).set("b", 2), [("app-1", 10), ("app-2", None), ("b", 2)]),
+    ],
+    ids=["same", "same-value", "changed", "added", "removed", "mixed-sorted"],
+)
+def test_changed_items_lists_what_turns_old_into_new(change: Any, expected: list[tuple[str, int | None]]) -> None:
+    old = _grown(500)
+    assert changed_items(old, change(old)) == expected
+
+
+def test_changed_items_on_plain_mappings_and_from_empty() -> None:
+    assert changed_items({"a": 1, "b": 2}, MappingProxyType({"b": 3, "c": 4})) == [("a", None), ("b", 3), ("c", 4)]
+    assert changed_items(PersistentMap(), _grown(3)) == [("app-0", 0), ("app-1", 1), ("app-2", 2)]

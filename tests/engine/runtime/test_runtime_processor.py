@@ -15,8 +15,10 @@ import orjson
 import pytest
 
 from engine.core import Emit, EngineContext, Step
+from engine.errors import RoutingError
 from engine.inventory import InventoryChange
 from engine.runtime import InputRecord, OutputRecord, Runtime, Stage
+from engine.runtime.routing import changelog_key, split_changelog_key
 from topics.codec import DecodedEvent
 from topics.names import TopicRole
 from topics.placement import Placement, PlacementDecided
@@ -281,3 +283,23 @@ def test_output_ids_are_deterministic_per_input(engine: CountingEngine) -> None:
         return [o.value for o in Runtime([CountingEngine()]).process([cluster("c", "a"), placement("p", "a")], T0)]
 
     assert run() == run()
+
+
+@pytest.mark.parametrize(
+    ("subject", "part", "key"),
+    [
+        ("Application/default", "", "Application/default"),
+        ("Application/default", "apps/a/b", "Application/default/apps/a/b"),
+        ("Placement/ns/p", "", "Placement/ns/p"),
+        ("Placement/ns/p", "x", "Placement/ns/p/x"),
+    ],
+)
+def test_changelog_keys_name_the_subject_and_the_part(subject: str, part: str, key: str) -> None:
+    assert changelog_key(subject, part) == key
+    assert split_changelog_key(key) == (subject, part)
+
+
+@pytest.mark.parametrize("key", ["Nothing/x", "Application", "Placement/ns"])
+def test_changelog_keys_without_a_subject_are_refused(key: str) -> None:
+    with pytest.raises(RoutingError):
+        split_changelog_key(key)
