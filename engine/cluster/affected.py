@@ -9,7 +9,7 @@ after, with the same scoring inputs, computes the same answer and is not re-deci
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -113,17 +113,15 @@ def _scores_relative_to_candidates(placement: Placement) -> bool:
     return status.failed or any(entry.prioritizer.RELATIVE for entry in planned)
 
 
-def _cluster_delta(change: InventoryChange, inventory: Inventory) -> ClusterDelta | None:
-    """The delta of a cluster or taint change, None when a side is missing."""
+def _cluster_delta(change: InventoryChange, clusters: Sequence[ManagedCluster]) -> ClusterDelta | None:
+    """The delta of a cluster or taint change (`clusters`: as `_clusters` finds them, not empty); None for a
+    cluster added or deleted."""
     if change.key.kind == TAINTS_KIND:
-        cluster = inventory.cluster(change.key.name)
-        if cluster is None:
-            return None
-        version = _version(cluster)
+        version = _version(clusters[0])
         return ClusterDelta(change.key.name, version, version, False, (change.before or (), change.after or ()))
-    before, after = change.before, change.after
-    if not isinstance(before, ManagedCluster) or not isinstance(after, ManagedCluster):
+    if len(clusters) != 2:
         return None
+    before, after = clusters
     scoring_changed = (
         before.status.allocatable != after.status.allocatable
         or before.status.capacity != after.status.capacity
@@ -149,7 +147,7 @@ def _sort_key(key: str) -> tuple[str, ...]:
     return tuple(key.split("/")[1:])
 
 
-def _clusters(change: InventoryChange, inventory: Inventory) -> Iterable[ManagedCluster]:
+def _clusters(change: InventoryChange, inventory: Inventory) -> list[ManagedCluster]:
     if change.key.kind == TAINTS_KIND:
         cluster = inventory.cluster(change.key.name)
         return [cluster] if cluster is not None else []
@@ -171,13 +169,13 @@ def affected_placements(
     for change in changes:
         kind = change.key.kind
         if kind in ("ManagedCluster", TAINTS_KIND):
-            clusters = list(_clusters(change, inventory))
+            clusters = _clusters(change, inventory)
             memberships = [sets_containing(cluster, inventory) for cluster in clusters]
             sets = set().union(*memberships)
             near = index.in_namespaces(_binding_namespaces(inventory, sets), sets)
             near |= index.by_cluster.get(change.key.name, set())
-            delta = _cluster_delta(change, inventory) if _same(memberships) else None
-            if may_change is not None and delta is not None and len(memberships) == len(clusters):
+            delta = _cluster_delta(change, clusters) if _same(memberships) else None
+            if may_change is not None and delta is not None:
                 near = {key for key in near if may_change(key, delta)}
             keys |= near
         elif kind == "ManagedClusterSet":

@@ -106,17 +106,23 @@ class ClusterPlacementEngine:
         return ctx.now + timedelta(seconds=seconds) if seconds > 0 else None
 
     @staticmethod
-    def _published(state: PlacementState, evaluation: Evaluation, now: datetime) -> Published:
+    def _published(
+        state: PlacementState, evaluation: Evaluation, warning: tuple[str, str] | None, now: datetime
+    ) -> Published:
         previous = state.published.conditions if state.published is not None else ()
-        warning = evaluation.warning
         return Published(
             pages=tuple(evaluation.pages),
             selected=len(evaluation.selected),
             conditions=tuple(set_conditions(previous, evaluation.conditions, now)),
-            warning=None if warning is None else (warning.plugin, warning.message),
+            warning=warning,
             generation=state.placement.metadata.generation,
             evaluation_time=now,
         )
+
+    @staticmethod
+    def _with_due(state: PlacementState, due: datetime | None) -> PlacementState:
+        """The state with its timer at `due`: the same object when nothing changes, so nothing is rewritten."""
+        return state if state.due == due else PlacementState(state.placement, state.published, due)
 
     # --- SubjectEngine ---------------------------------------------------------------------------
     def on_event(
@@ -143,17 +149,17 @@ class ClusterPlacementEngine:
         self.decide_calls += 1
         placement = state.placement
         if placement.metadata.deletion_timestamp is not None:
-            return Step(PlacementState(placement, state.published, None))
+            return Step(self._with_due(state, None))
         if placement.metadata.annotations.get(DISABLE_ANNOTATION) == "true":
-            return Step(PlacementState(placement, state.published, None))
+            return Step(self._with_due(state, None))
         try:
             emits, state, last = self._decide_once(key, state, state.current(), ctx, follow_up=True)
         except EvaluationError as exc:
             _log.error("placement %s not evaluated: %s", key, exc)
-            return Step(PlacementState(placement, state.published, self._resync(ctx)))
+            return Step(self._with_due(state, self._resync(ctx)))
         candidates = [instant for instant in (last.due, self._resync(ctx)) if instant is not None]
         due = min(candidates) if candidates else None
-        return Step(PlacementState(state.placement, state.published, due), tuple(emits))
+        return Step(self._with_due(state, due), tuple(emits))
 
     def _decide_once(
         self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, follow_up: bool
@@ -161,10 +167,14 @@ class ClusterPlacementEngine:
         evaluation = self._evaluate(key, state, current, ctx)
         if evaluation.status.code in (Code.MISCONFIGURED, Code.WARNING):
             _log.warning("placement %s: %s", key, evaluation.status.condition_message())
-        published = self._published(state, evaluation, ctx.now)
         previous = state.published
-        if previous is not None and previous.same_answer(published):
+        warning = None if evaluation.warning is None else (evaluation.warning.plugin, evaluation.warning.message)
+        conditions = evaluation.conditions
+        if previous is not None and previous.same_answer(
+            evaluation.pages, len(evaluation.selected), warning, conditions
+        ):
             return [], state, evaluation
+        published = self._published(state, evaluation, warning, ctx.now)
         meta = state.placement.metadata
         explain = key in ctx.settings.explain
         emits = [

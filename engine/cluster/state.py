@@ -6,7 +6,7 @@ kept; scores are recomputed, so the changelog entry stays small.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,14 +41,17 @@ class Published:
         """Every decided cluster over all pages."""
         return self.decided
 
-    def same_answer(self, other: Published) -> bool:
-        """Pages, status and warning are equal (spec K2); times and generation do not count."""
+    def same_answer(
+        self, pages: Sequence[Page], selected: int, warning: tuple[str, str] | None, conditions: Sequence[Condition]
+    ) -> bool:
+        """Whether a new evaluation's pages, status and warning equal these (spec K2); times and generation do
+        not count. Compared before a new `Published` is built, as most re-decisions change nothing."""
         return (
-            self.pages == other.pages
-            and self.selected == other.selected
-            and self.warning == other.warning
+            self.pages == tuple(pages)
+            and self.selected == selected
+            and self.warning == warning
             and [(c.type, c.status, c.reason, c.message) for c in self.conditions]
-            == [(c.type, c.status, c.reason, c.message) for c in other.conditions]
+            == [(c.type, c.status, c.reason, c.message) for c in conditions]
         )
 
 

@@ -13,7 +13,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
 
-from engine.cluster.cel_env import make_functions
+from engine.cluster.cel_env import CelProgram, make_functions
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
 from engine.inventory import Inventory
@@ -68,15 +68,12 @@ class InventoryView:
         self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, bool]] = (
             previous._cel_by_object if previous is not None and previous.inventory is inventory else {}
         )
-        """Outcomes of `scores()`-free CEL, valid while the cluster object is the same one: kept across versions,
-        so one changed cluster or taint does not re-run every expression on every cluster."""
         self._members: dict[str, frozenset[str]] = {}
         self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
         self._claims: dict[str, dict[str, str]] = {}
         self._cel_docs: dict[str, Any] = {}
         self._cel_results: dict[tuple[str, str], bool] = {}
-        self._resources: dict[str, dict[str, float]] = {}
-        self._by_resource: dict[str, dict[str, float]] = {}
+        self._allocatable: dict[str, dict[str, float]] = {}
         self._terminating: frozenset[str] | None = None
         self._tainted: frozenset[str] | None = None
         self._if_new: frozenset[str] | None = None
@@ -207,52 +204,41 @@ class InventoryView:
             self._activation = Activation(functions=make_functions(self.inventory))
         return self._activation
 
-    def cel_result(self, key: tuple[str, str]) -> bool | None:
-        """A cached CEL outcome for (expressions, cluster)."""
-        return self._cel_results.get(key)
+    def cel_matches(self, key: tuple[str, str], pure: bool, program: CelProgram) -> bool:
+        """The outcome of a selector's expressions (`key`: their text, cluster name), evaluated once.
 
-    def remember_cel(self, key: tuple[str, str], value: bool) -> None:
-        """Cache a CEL outcome; the inputs (cluster, scores) only change with the inventory version."""
-        self._cel_results[key] = value
-
-    def pure_cel_result(self, key: tuple[str, str]) -> bool | None:
-        """A cached outcome of `scores()`-free expressions, if the cluster object has not changed since."""
+        `scores()`-free (`pure`) outcomes are kept against the cluster object they were computed on, across
+        inventory versions, so one changed cluster or taint does not re-run every expression on every cluster;
+        the others depend on scores too and are kept for this version only.
+        """
+        name = key[1]
+        if not pure:
+            cached = self._cel_results.get(key)
+            if cached is None:
+                cached = self._cel_results[key] = program.matches(self.cel_document(name))
+            return cached
+        cluster = self.inventory.cluster(name)
         entry = self._cel_by_object.get(key)
-        if entry is not None and entry[0] is self.inventory.cluster(key[1]):
+        if entry is not None and entry[0] is cluster:
             return entry[1]
-        return None
-
-    def remember_pure_cel(self, key: tuple[str, str], value: bool) -> None:
-        """Cache an outcome of `scores()`-free expressions against the cluster object it was computed on."""
-        cluster = self.inventory.cluster(key[1])
+        result = program.matches(self.cel_document(name))
         if cluster is not None:
-            self._cel_by_object[key] = (cluster, value)
-        else:
-            self._cel_by_object.pop(key, None)
+            self._cel_by_object[key] = (cluster, result)
+        return result
 
     # --- resources -------------------------------------------------------------------------------
     def allocatable_of(self, resource: str) -> Mapping[str, float]:
-        """`allocatable(name, resource)` of every cluster that reports it, by name; built once per view."""
-        cached = self._by_resource.get(resource)
+        """Allocatable `resource` as a double by cluster name, for the clusters that also report its capacity
+        (spec F4); built once per view and resource."""
+        cached = self._allocatable.get(resource)
         if cached is None:
             cached = {}
             for cluster in self.inventory.clusters():
-                value = self.allocatable(cluster.metadata.name, resource)
-                if value is not None:
-                    cached[cluster.metadata.name] = value
-            self._by_resource[resource] = cached
-        return cached
-
-    def allocatable(self, name: str, resource: str) -> float | None:
-        """Allocatable `resource` as a double, only when capacity is also reported (spec F4)."""
-        cached = self._resources.get(name)
-        if cached is None:
-            cached = {}
-            cluster = self.inventory.cluster(name)
-            if cluster is not None:
-                for key, raw in cluster.status.allocatable.items():
+                status = cluster.status
+                raw = status.allocatable.get(resource)
+                if raw is not None and resource in status.capacity:
                     value = parse_quantity(raw)
-                    if key in cluster.status.capacity and value is not None:
-                        cached[key] = value
-            self._resources[name] = cached
-        return cached.get(resource)
+                    if value is not None:
+                        cached[cluster.metadata.name] = value
+            self._allocatable[resource] = cached
+        return cached

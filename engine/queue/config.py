@@ -9,12 +9,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from engine.errors import QueueConfigError
-from engine.queue.acl import NO_ACCESS, Acl, parse_acl
+from engine.queue.acl import Acl, parse_acl
 from engine.queue.filters import build_filter
 from engine.queue.names import ROOT, normalize_partition, parent_path
 from engine.queue.rules import RULE_FACTORIES, PlacementRule, RecoveryRule, RuleOptions, RuleSpec
@@ -29,17 +29,25 @@ _LOG = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ConfiguredQueue:
-    """A queue defined in the file, by lower-case path."""
+    """A queue defined in the file, by lower-case path; `record` holds its properties as the state does."""
 
     path: str
-    parent: bool
-    submit_acl: Acl = NO_ACCESS
-    admin_acl: Acl = NO_ACCESS
-    record: QueueRecord = field(init=False, compare=False, repr=False)
-    """The same properties as the state keeps them; built once, as every placement reads them."""
+    record: QueueRecord
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "record", QueueRecord(self.parent, self.submit_acl, self.admin_acl))
+    @property
+    def parent(self) -> bool:
+        """Whether the queue is a parent."""
+        return self.record.parent
+
+    @property
+    def submit_acl(self) -> Acl:
+        """The queue's own submit ACL."""
+        return self.record.submit_acl
+
+    @property
+    def admin_acl(self) -> Acl:
+        """The queue's own admin ACL."""
+        return self.record.admin_acl
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,9 @@ def build_rule(spec: RuleSpec) -> PlacementRule:
 
 
 def _collect_queues(spec: QueueSpec, path: str, into: dict[str, ConfiguredQueue]) -> None:
-    into[path] = ConfiguredQueue(path, spec.is_parent, parse_acl(spec.submit_acl), parse_acl(spec.admin_acl))
+    into[path] = ConfiguredQueue(
+        path, QueueRecord(spec.is_parent, parse_acl(spec.submit_acl), parse_acl(spec.admin_acl))
+    )
     for child in spec.children:
         _collect_queues(child, f"{path}.{child.name.lower()}", into)
 

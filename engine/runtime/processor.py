@@ -84,7 +84,8 @@ class Runtime:
         self._changelog: dict[str, bytes] = {}
         """Subject key -> the subject's own changelog entry as last written or restored (dedupes rewrites)."""
         self._written: dict[str, Any] = {}
-        """Subject key -> the state the changelog holds, for engines that write only changed parts."""
+        """Subject key -> the state object the changelog holds: nothing is dumped again while it stands, and
+        engines that write only changed parts diff against it."""
 
     # --- context, lookups -------------------------------------------------------------------------
     def context(self, now: datetime) -> EngineContext:
@@ -314,15 +315,15 @@ class Runtime:
 
     def _write_changelog(self, batch: _Batch, key: str) -> None:
         state = self.states.get(key)
+        written = self._written.get(key)
+        if written is state:  # untouched since written or restored (engines return the same object then)
+            return
+        self._remember_written(key, state)
         engine = self.engine_for(key)
-        parts: Iterable[StatePart]
         parted = self._parted.get(engine.KIND)
+        parts: Iterable[StatePart]
         if parted is not None:
-            written = self._written.get(key)
-            if written is state:
-                return
             parts = parted.state_changes(written, state)
-            self._remember_written(key, state)
         else:
             parts = (("", None if state is None else engine.dump_state(state)),)
         for part, raw in parts:

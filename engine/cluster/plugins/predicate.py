@@ -37,20 +37,7 @@ class PredicateFilter:
                 pool = pool & view.selected("claim", selector.claims)
             if selector.cel and pool:
                 program = CelProgram(selector.cel, view.cel_activation())
-                kept = set()
-                for name in pool:
-                    key = (selector.cel_key, name)
-                    result = view.cel_result(key)
-                    if result is None:
-                        result = view.pure_cel_result(key) if selector.cel_pure else None
-                        if result is None:
-                            result = program.matches(view.cel_document(name))
-                            if selector.cel_pure:
-                                view.remember_pure_cel(key, result)
-                        view.remember_cel(key, result)
-                    if result:
-                        kept.add(name)
-                pool = kept
+                pool = {name for name in pool if view.cel_matches((selector.cel_key, name), selector.cel_pure, program)}
             matched |= pool
             remaining -= pool
             if not remaining:

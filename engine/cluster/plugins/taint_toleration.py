@@ -11,7 +11,7 @@ from engine.cluster.status import PluginStatus
 from topics.inventory import Taint
 from topics.placement import Toleration
 
-__all__ = ["TaintTolerationFilter", "taint_outcome", "tolerated"]
+__all__ = ["TaintTolerationFilter", "taint_outcome"]
 
 _PREFER_NO_SELECT = "PreferNoSelect"
 _NO_SELECT_IF_NEW = "NoSelectIfNew"
@@ -36,7 +36,7 @@ def _matches(toleration: Toleration, taint: Taint) -> bool:
     return toleration.operator == "Exists"
 
 
-def tolerated(taint: Taint, tolerations: Sequence[Toleration], now: datetime) -> tuple[bool, datetime | None]:
+def _tolerated(taint: Taint, tolerations: Sequence[Toleration], now: datetime) -> tuple[bool, datetime | None]:
     """Whether the first matching, unexpired toleration covers the taint, and until when (None: forever)."""
     for toleration in tolerations:
         if not _matches(toleration, taint):
@@ -63,7 +63,7 @@ def taint_outcome(
             continue
         if taint.effect == _NO_SELECT_IF_NEW and held:
             continue
-        covered, until = tolerated(taint, tolerations, now)
+        covered, until = _tolerated(taint, tolerations, now)
         if not covered:
             return False, ()
         if until is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from engine.queue.filters import ALLOW_EVERYONE, RuleFilter
-from engine.queue.names import INVALID_QUEUE_NAME, ROOT, is_valid_queue_level
+from engine.queue.names import INVALID_QUEUE_NAME, ROOT, is_valid_queue_level, replace_dots
 
 __all__ = [
     "Applicant",
@@ -22,6 +22,7 @@ __all__ = [
     "finish",
     "invalid_name_error",
     "place_below_parent",
+    "place_one_level",
 ]
 
 
@@ -123,6 +124,14 @@ def place_below_parent(options: RuleOptions, level: str, app: Applicant, queues:
     if base != ROOT and queues.exists(base) and queues.is_leaf(base):
         return RuleError(f"parent rule returned a leaf queue: {base}")
     return finish(options, f"{base}.{level}", queues)
+
+
+def place_one_level(options: RuleOptions, name: str, app: Applicant, queues: QueueLookup) -> RuleResult:
+    """Spec I2, I3, H8: a generated name becomes one level (dots replaced, then checked) below the parent."""
+    level = replace_dots(name)
+    if (error := check_level(level)) is not None:
+        return error
+    return place_below_parent(options, level, app, queues)
 
 
 def finish(options: RuleOptions, name: str, queues: QueueLookup) -> RuleResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from engine.queue.names import is_fully_qualified, replace_dots
+from engine.queue.names import is_fully_qualified
 from engine.queue.rules.base import (
     Applicant,
     QueueLookup,
@@ -15,7 +15,7 @@ from engine.queue.rules.base import (
     check_level,
     describe_rule,
     finish,
-    place_below_parent,
+    place_one_level,
 )
 
 __all__ = ["ProvidedRule", "place_named_queue"]
@@ -32,10 +32,7 @@ def place_named_queue(options: RuleOptions, requested: str, app: Applicant, queu
             if (error := check_level(level)) is not None:
                 return error
         return finish(options, requested, queues)
-    level = replace_dots(requested)
-    if (error := check_level(level)) is not None:
-        return error
-    return place_below_parent(options, level, app, queues)
+    return place_one_level(options, requested, app, queues)
 
 
 @dataclass(frozen=True, slots=True)

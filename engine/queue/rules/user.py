@@ -5,16 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from engine.queue.names import replace_dots
 from engine.queue.rules.base import (
     Applicant,
     QueueLookup,
     RuleOptions,
     RuleResult,
     RuleSpec,
-    check_level,
     describe_rule,
-    place_below_parent,
+    place_one_level,
 )
 
 __all__ = ["UserRule"]
@@ -37,10 +35,7 @@ class UserRule:
         """Filter first, then the name check, and only then the parent rule."""
         if not self.options.filter.admits(app.user, app.groups):
             return None
-        level = replace_dots(app.user)
-        if (error := check_level(level)) is not None:
-            return error
-        return place_below_parent(self.options, level, app, queues)
+        return place_one_level(self.options, app.user, app, queues)
 
     def describe(self) -> str:
         """Rule text for logs."""
