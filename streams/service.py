@@ -18,7 +18,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import KafkaError
-from aiokafka.producer.message_accumulator import BatchBuilder
 
 from engine.core import SubjectEngine
 from engine.errors import InvalidStateError
@@ -28,7 +27,7 @@ from streams.http import HealthServer
 from streams.kafka.admin import ensure_topics
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader, read_to_end, seek_to_start
-from streams.kafka.tasks import TaskProducers, partition_of
+from streams.kafka.tasks import TaskProducers, partition_of, send_records
 from streams.memory import tune_garbage_collector
 from streams.metrics import Metrics
 from streams.queueconfig import QueueConfigFile
@@ -92,9 +91,7 @@ class Processor:
         self._queue_file = QueueConfigFile(settings.queue_config) if settings.queue_config else None
         self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
         kafka = settings.kafka
-        self._tasks = TaskProducers(
-            kafka.bootstrap_servers, kafka.group_id, kafka.client_id, kafka.transaction_timeout_ms
-        )
+        self._tasks = TaskProducers(kafka)
         self._consumer: AIOKafkaConsumer | None = None
         self._tables: AIOKafkaConsumer | None = None
         self._restorer: AIOKafkaConsumer | None = None
@@ -132,7 +129,11 @@ class Processor:
             if self.settings.http_port:
                 self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
             self._loose = AIOKafkaProducer(
-                bootstrap_servers=kafka.bootstrap_servers, acks="all", enable_idempotence=True, linger_ms=5
+                bootstrap_servers=kafka.bootstrap_servers,
+                acks="all",
+                enable_idempotence=True,
+                linger_ms=5,
+                compression_type=kafka.compression(),
             )
             await self._loose.start()
             await self._catch_up_tables()
@@ -376,30 +377,7 @@ class Processor:
         return True
 
     async def _send_all(self, producer: AIOKafkaProducer, records: list[OutputRecord]) -> None:
-        """Send records, in order per partition, and wait until all are acknowledged.
-
-        A subject's records go to the subject's partition: its decisions are keyed by the subject (the default
-        partitioner would pick the same one) and its changelog parts must land with them. They are packed into
-        record batches here, which costs a fraction of a `send` per record; the rest are sent one by one.
-        """
-        futures: list[asyncio.Future[Any]] = []
-        batches: dict[tuple[str, int], BatchBuilder] = {}
-        for r in records:
-            topic, headers = self._names.name(r.topic), list(r.headers)
-            if r.subject is None:
-                futures.append(await producer.send(topic, r.value, key=r.key, headers=headers or None))
-                continue
-            route = (topic, self._task_of(r.subject))
-            batch = batches.get(route)
-            if batch is None or batch.append(timestamp=None, key=r.key, value=r.value, headers=headers) is None:
-                if batch is not None:  # full: send it and start the next one
-                    futures.append(await producer.send_batch(batch, topic, partition=route[1]))
-                batch = batches[route] = producer.create_batch()
-                batch.append(timestamp=None, key=r.key, value=r.value, headers=headers)  # a new batch takes any one
-        for (topic, partition), batch in batches.items():
-            futures.append(await producer.send_batch(batch, topic, partition=partition))
-        if futures:
-            await asyncio.gather(*futures)
+        await send_records(producer, records, self._names.name, self._task_of)
 
     def _count(self, records: list[OutputRecord]) -> None:
         for topic, count in Counter(record.topic for record in records).items():

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from topics.base import EventData
 from topics.envelope import SOURCE, CloudEvent
 from topics.errors import DecodeError, SchemaError
 from topics.events import EVENT_KINDS, EventKind, parse_type, versioned
@@ -43,8 +44,21 @@ def loads(raw: bytes | str) -> Any:
 
 
 def dump_model(model: BaseModel) -> dict[str, Any]:
-    """A model as wire JSON: camelCase aliases, no nulls."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """A model as wire JSON: camelCase aliases, no nulls; plain-JSON fields of event data as they are."""
+    raw_fields = model.JSON_FIELDS if isinstance(model, EventData) else frozenset()
+    if not raw_fields:
+        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    rest = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=set(raw_fields))
+    out: dict[str, Any] = {}
+    for name, field in type(model).model_fields.items():  # field order, as model_dump writes it
+        alias = field.alias or name
+        if name in raw_fields:
+            value = getattr(model, name)
+            if value is not None:
+                out[alias] = value
+        elif alias in rest:
+            out[alias] = rest[alias]
+    return out
 
 
 def _describe(error: ValidationError) -> str:

@@ -8,7 +8,7 @@ TypedDicts: they are built in bulk by the engine and must stay cheap (no per-clu
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, StrictInt, StrictStr
 from typing_extensions import TypedDict
@@ -213,6 +213,10 @@ class WarningInfo(TypedDict):
 
 class PlacementDecided(EventData):
     """The whole decision of one placement: every page, every group, status and scores."""
+
+    JSON_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"placement_decisions", "decision_groups", "scores", "warning", "prioritizers", "filtered_by"}
+    )
 
     namespace: str
     name: str

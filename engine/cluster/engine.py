@@ -88,7 +88,9 @@ class ClusterPlacementEngine:
         """Balance input of one placement: every other tracked placement's decision."""
         return self._index.others(key)
 
-    def _evaluate(self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext) -> Evaluation:
+    def _evaluate(
+        self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, explain: bool = False
+    ) -> Evaluation:
         self.evaluations += 1
         placement = state.placement
         eval_ctx = EvalContext(
@@ -98,6 +100,7 @@ class ClusterPlacementEngine:
             current=current,
             others=self._index.others(key),
             compiled=self.compiled(key, placement),
+            explain=explain or key in ctx.settings.explain,
         )
         return evaluate(eval_ctx)
 
@@ -266,5 +269,5 @@ class ClusterPlacementEngine:
     # --- explain ---------------------------------------------------------------------------------
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""
-        evaluation = self._evaluate(key, state, state.current(), ctx)
+        evaluation = self._evaluate(key, state, state.current(), ctx, explain=True)
         return explain_evaluation(key, state, evaluation, ctx.now)

@@ -25,11 +25,12 @@ __all__ = ["explain_evaluation", "explain_placement"]
 def explain_evaluation(key: str, state: PlacementState, evaluation: Evaluation, now: datetime) -> dict[str, Any]:
     """The explain document of one finished evaluation."""
     remaining = list(evaluation.available)
+    filtered_by = evaluation.filtered_by
     pipeline: list[dict[str, Any]] = []
     names: list[str] = []
     for step in FILTERS:
         names.append(step.NAME)
-        remaining = [c for c in remaining if evaluation.filtered_by.get(c) != step.NAME]
+        remaining = [c for c in remaining if filtered_by.get(c) != step.NAME]
         pipeline.append({"name": ",".join(names), "filteredClusters": remaining})
     return {
         "placement": key,
@@ -38,7 +39,7 @@ def explain_evaluation(key: str, state: PlacementState, evaluation: Evaluation, 
         "eligibleClusterSets": list(evaluation.eligible_sets),
         "availableClusters": list(evaluation.available),
         "filteredPipelineResults": pipeline,
-        "filteredBy": dict(sorted(evaluation.filtered_by.items())),
+        "filteredBy": dict(sorted(filtered_by.items())),
         "prioritizeResults": [
             {"name": p.name, "weight": p.weight, "scores": dict(p.scores)} for p in evaluation.prioritizers
         ],
@@ -68,5 +69,6 @@ def explain_placement(
         current=state.current(),
         others=MappingCounts(dict(others or {})),
         compiled=compile_placement(state.placement),
+        explain=True,
     )
     return explain_evaluation(key, state, evaluate(eval_ctx), ctx.now)

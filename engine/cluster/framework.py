@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 from engine.cluster.compiled import CompiledPlacement
 from engine.cluster.status import SUCCESS, PluginStatus
@@ -25,6 +25,7 @@ __all__ = [
     "MappingCounts",
     "Prioritizer",
     "ScoreResult",
+    "WeightedAdder",
 ]
 
 
@@ -74,6 +75,8 @@ class EvalContext:
     """This placement's most recently published decision (spec D10)."""
     others: BalanceCounts
     compiled: CompiledPlacement
+    explain: bool = False
+    """Keep every prioritizer's raw scores (explain data, K4); otherwise scores may go straight into totals."""
 
     @property
     def inventory(self) -> Inventory:
@@ -123,4 +126,17 @@ class Prioritizer(Protocol):
 
     def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
         """Score the candidates."""
+        ...
+
+
+@runtime_checkable
+class WeightedAdder(Protocol):
+    """A prioritizer that can add its weighted scores to the totals without building them first (E7).
+
+    Only for prioritizers that score every candidate with no status and no timer; the result must equal
+    totals + weight × `score()` for every candidate, which the tests check against `score()`.
+    """
+
+    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
+        """The new totals (`totals` may be updated in place and returned)."""
         ...

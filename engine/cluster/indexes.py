@@ -5,6 +5,7 @@ Maintained only through `track`; they answer without scanning every placement.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -23,42 +24,46 @@ class TrackedPlacement:
 
 
 class DecisionCounts:
-    """How many tracked placements decided each cluster, with a histogram for the maximum."""
+    """How many tracked placements decided each cluster.
+
+    Counting uses Counter's C loop; the maximum is found again, also in C, only when asked after a change,
+    since thousands of decisions can change between two Balance evaluations.
+    """
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self._histogram: dict[int, int] = {}
-        self.maximum = 0
+        self.counts: Counter[str] = Counter()
+        self._top: tuple[int, int] | None = None
 
     def replace(self, old: frozenset[str], new: frozenset[str]) -> None:
-        """One placement's decision changed from `old` to `new` (inlined: this runs for every decision)."""
-        counts, histogram = self.counts, self._histogram
-        for cluster, delta in [(c, -1) for c in old - new] + [(c, 1) for c in new - old]:
-            before = counts.get(cluster, 0)
-            after = before + delta
-            if before > 0:
-                left = histogram[before] - 1
-                if left:
-                    histogram[before] = left
-                else:
-                    del histogram[before]
-            if after > 0:
-                counts[cluster] = after
-                histogram[after] = histogram.get(after, 0) + 1
-                self.maximum = max(self.maximum, after)
+        """One placement's decision changed from `old` to `new`."""
+        removed, added = (old - new, new - old) if old else ((), new)
+        if not removed and not added:
+            return
+        counts = self.counts
+        counts.update(added)
+        for cluster in removed:
+            left = counts[cluster] - 1
+            if left > 0:
+                counts[cluster] = left
             else:
-                counts.pop(cluster, None)
-        while self.maximum > 0 and self.maximum not in histogram:
-            self.maximum -= 1
+                del counts[cluster]
+        self._top = None
+
+    def top(self) -> tuple[int, int]:
+        """The largest count and how many clusters have it; (0, 0) when nothing is decided."""
+        if self._top is None:
+            values = list(self.counts.values())
+            highest = max(values, default=0)
+            self._top = (highest, values.count(highest) if highest else 0)
+        return self._top
 
     def max_without(self, own: frozenset[str]) -> int:
         """The maximum after removing one placement's decisions `own` (each cluster counted once)."""
-        top = self.maximum
-        if top == 0:
-            return 0
-        at_top = self._histogram.get(top, 0)
-        own_at_top = sum(1 for cluster in own if self.counts.get(cluster, 0) == top)
-        return top if own_at_top < at_top else top - 1
+        highest, at_top = self.top()
+        if highest == 0 or at_top > len(own):
+            return highest
+        own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
+        return highest if own_at_top < at_top else highest - 1
 
 
 class OthersView:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import filterfalse, repeat
+from operator import add, mul
 
 from engine.cluster.conditions import misconfigured_condition, satisfied_condition
-from engine.cluster.framework import EvalContext
+from engine.cluster.framework import EvalContext, WeightedAdder
 from engine.cluster.groups import Group, Page, build_groups, paginate
 from engine.cluster.registry import FILTERS
 from engine.cluster.status import SUCCESS, Code, PluginStatus
@@ -28,6 +30,7 @@ class PrioritizerScores:
     name: str
     weight: int
     scores: dict[str, int]
+    """Empty unless explain was requested and for prioritizers that add straight into the totals."""
 
 
 @dataclass(slots=True)
@@ -37,7 +40,8 @@ class Evaluation:
     has_bindings: bool = False
     eligible_sets: tuple[str, ...] = ()
     available: tuple[str, ...] = ()
-    filtered_by: dict[str, str] = field(default_factory=dict)
+    removals: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
+    """(filter, its candidates, those that passed) of every filter that removed any."""
     prioritizers: list[PrioritizerScores] = field(default_factory=list)
     scores: dict[str, int] = field(default_factory=dict)
     """Weighted totals of the clusters that passed both filters (spec K3)."""
@@ -57,9 +61,30 @@ class Evaluation:
         """The final status when it is a Warning (spec K3)."""
         return self.status if self.status.code is Code.WARNING else None
 
+    @property
+    def filtered_by(self) -> dict[str, str]:
+        """The filter that removed each removed cluster, by name (explain data, K4); derived only on demand."""
+        out: dict[str, str] = {}
+        for name, before, passed in self.removals:
+            out.update(dict.fromkeys(filterfalse(set(passed).__contains__, before), name))
+        return out
+
     def ranked(self) -> list[str]:
         """Every cluster that passed the filters, by (score desc, name asc)."""
         return sorted(self.scores, key=lambda name: (-self.scores[name], name))
+
+
+def _add_weighted(totals: dict[str, int], scores: dict[str, int], weight: int, *, first: bool) -> dict[str, int]:
+    """totals + weight × scores (E7), a fresh map when every candidate is scored; C-level maps, no loop."""
+    if len(scores) != len(totals):  # the unscored candidates add nothing
+        for name, value in scores.items():
+            if value:
+                totals[name] += weight * value
+        return totals
+    weighted = scores if weight == 1 else dict(zip(scores, map(mul, scores.values(), repeat(weight)), strict=True))
+    if first:
+        return dict(weighted)
+    return dict(zip(totals, map(add, totals.values(), map(weighted.__getitem__, totals)), strict=True))
 
 
 def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None:
@@ -71,7 +96,7 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
             result.status = outcome.status
             return
         if len(outcome.passed) != len(candidates):
-            result.filtered_by.update(dict.fromkeys(set(candidates).difference(outcome.passed), step.NAME))
+            result.removals.append((step.NAME, candidates, outcome.passed))
         candidates = outcome.passed
         due.extend(outcome.due)
 
@@ -83,25 +108,22 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
     final = SUCCESS
     first = True
     for entry in planned:
-        scored = entry.prioritizer.score(ctx, candidates)
+        prioritizer = entry.prioritizer
+        if not ctx.explain and isinstance(prioritizer, WeightedAdder):
+            totals = prioritizer.add_weighted(ctx, totals, entry.weight)
+            first = False
+            result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, {}))
+            continue
+        scored = prioritizer.score(ctx, candidates)
         if scored.status.failed:
             result.status = scored.status
             return
         if scored.status.code is Code.WARNING:
             final = scored.status
         due.extend(scored.due)
-        weight = entry.weight
-        scores = scored.scores
-        if first and len(scores) == len(totals):
-            totals = {name: weight * value for name, value in scores.items()}
-        elif len(scores) == len(totals):  # every candidate scored: one pass without lookups that miss
-            totals = {name: total + weight * scores[name] for name, total in totals.items()}
-        else:
-            for name, value in scores.items():
-                if value:
-                    totals[name] += weight * value
+        totals = _add_weighted(totals, scored.scores, entry.weight, first=first)
         first = False
-        result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, weight, scored.scores))
+        result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, entry.weight, scored.scores))
 
     wanted = ctx.placement.spec.number_of_clusters
     if wanted is not None and wanted < 0:
@@ -109,12 +131,13 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         result.prioritizers.clear()
         return
     result.scores = totals
+    # candidates are in name order, and both sorts below are stable: ties stay in name order (G1)
     if wanted is None:
         result.selected = candidates  # everything is selected: rank order is not needed, keep name order
     elif wanted >= len(candidates):
-        result.selected = sorted(candidates, key=lambda name: (-totals[name], name))
+        result.selected = sorted(candidates, key=totals.__getitem__, reverse=True)
     else:
-        result.selected = heapq.nsmallest(wanted, candidates, key=lambda name: (-totals[name], name))
+        result.selected = heapq.nlargest(wanted, candidates, key=totals.__getitem__)
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
 

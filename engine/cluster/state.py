@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ class Published:
     decided: frozenset[str] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "decided", frozenset(name for page in self.pages for name in page.clusters))
+        object.__setattr__(self, "decided", frozenset(chain.from_iterable(page.clusters for page in self.pages)))
 
     def clusters(self) -> frozenset[str]:
         """Every decided cluster over all pages."""

@@ -82,7 +82,8 @@ class Runtime:
         self._timers: list[tuple[datetime, str]] = []
         self._due: dict[str, datetime] = {}
         self._changelog: dict[str, bytes] = {}
-        """Subject key -> the subject's own changelog entry as last written or restored (dedupes rewrites)."""
+        """Subject key -> digest of the subject's own changelog entry as last written or restored (dedupes
+        rewrites); a digest, not the entry, which can be tens of kilobytes for a large decision."""
         self._written: dict[str, Any] = {}
         """Subject key -> the state object the changelog holds: nothing is dumped again while it stands, and
         engines that write only changed parts diff against it."""
@@ -192,7 +193,7 @@ class Runtime:
             if value is None:
                 self._changelog.pop(key, None)
             else:
-                self._changelog[key] = value
+                self._changelog[key] = _digest(value)
 
     def forget(self, keys: Iterable[str]) -> None:
         """Drop subjects this instance no longer owns (no records are published)."""
@@ -329,14 +330,19 @@ class Runtime:
         for part, raw in parts:
             value = None if raw is None else dumps({"kind": engine.KIND, "v": 1, "state": raw})
             if not part:  # the subject's own entry is rewritten only when its bytes change
-                if value == self._changelog.get(key):
+                digest = None if value is None else _digest(value)
+                if digest == self._changelog.get(key):
                     continue
-                if value is None:
+                if digest is None:
                     del self._changelog[key]
                 else:
-                    self._changelog[key] = value
+                    self._changelog[key] = digest
             record_key = changelog_key(key, part).encode()
             batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
+
+
+def _digest(value: bytes) -> bytes:
+    return hashlib.blake2b(value, digest_size=16).digest()
 
 
 def _stage(error: BaseException) -> str:

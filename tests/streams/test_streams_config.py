@@ -42,6 +42,15 @@ def test_kafka_bootstrap_servers_points_everything_at_an_existing_broker(monkeyp
     assert load_settings().kafka.bootstrap_servers == "10.0.0.1:9092"
 
 
+@pytest.mark.parametrize(("value", "codec"), [(None, "zstd"), ("none", None), ("gzip", "gzip"), ("lz4", "lz4")])
+def test_compression_defaults_to_zstd_and_none_means_uncompressed(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, codec: str | None
+) -> None:
+    if value is not None:
+        monkeypatch.setenv("PLACEMENT_KAFKA__COMPRESSION_TYPE", value)
+    assert load_settings().kafka.compression() == codec
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "field", "problem"),
     [
@@ -49,6 +58,7 @@ def test_kafka_bootstrap_servers_points_everything_at_an_existing_broker(monkeyp
         ("PLACEMENT_KAFKA__TASK_PARTITIONS", "0", "kafka.task_partitions", "greater than or equal to 1"),
         ("PLACEMENT_HTTP_PORT", "70000", "http_port", "less than or equal to 65535"),
         ("PLACEMENT_ADVISOR_TIMEOUT_SECONDS", "-1", "advisor_timeout_seconds", "greater than 0"),
+        ("PLACEMENT_KAFKA__COMPRESSION_TYPE", "brotli", "kafka.compression_type", "'none', 'gzip', 'snappy'"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(

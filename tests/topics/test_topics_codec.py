@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from topics.codec import decode_event, encode_event
+from topics.codec import decode_event, dump_model, encode_event
 from topics.errors import DecodeError, SchemaError, UnknownEventTypeError
 from topics.events import EVENT_KINDS, parse_type
 from topics.names import TOPIC_SPECS, TopicRole
+from topics.placement import PlacementDecided
 from topics.queue import ApplicationPlaced, ApplicationSubmitted
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +67,52 @@ def test_encode_then_decode_round_trips_camel_case_fields() -> None:
     assert wire["data"]["applicationId"] == "a1"
     decoded = decode_event(raw, TopicRole.SUBMISSIONS)
     assert decoded.data == data
+
+
+_PAGE = {
+    "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+    "kind": "PlacementDecision",
+    "metadata": {
+        "name": "p-decision-1",
+        "namespace": "ns",
+        "labels": {"cluster.open-cluster-management.io/placement": "p"},
+    },
+    "status": {"decisions": [{"clusterName": "c1", "reason": ""}, {"clusterName": "c2", "reason": ""}]},
+}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"namespace": "ns", "name": "p", "deleted": True},
+        {
+            "namespace": "ns",
+            "name": "p",
+            "generation": 3,
+            "evaluationTime": "2026-01-01T01:02:03.004567Z",
+            "placementDecisions": [_PAGE],
+            "decisionGroups": [
+                {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["p-decision-1"], "clustersCount": 2}
+            ],
+            "numberOfSelectedClusters": 2,
+            "conditions": [
+                {"type": "PlacementSatisfied", "status": "True", "reason": "AllDecisionsScheduled", "message": "m"}
+            ],
+            "scores": {"c1": 200, "c2": -100},
+            "warning": {"plugin": "AddOn/a/b", "message": "expired"},
+            "prioritizers": [{"name": "Balance", "weight": 1, "scores": {"c1": 100}}],
+            "filteredBy": {"c3": "TaintToleration"},
+        },
+    ],
+)
+def test_plain_json_fields_are_written_exactly_as_pydantic_would(data: dict[str, object]) -> None:
+    """PlacementDecided passes its large plain-JSON fields through unwalked: same bytes, same field order."""
+    model = PlacementDecided.model_validate(data)
+    assert model.JSON_FIELDS
+    expected = orjson.dumps(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert orjson.dumps(dump_model(model)) == expected
+    raw = encode_event(kind_name="placement.decided", data=model, subject="Placement/ns/p", event_id="e", time=NOW)
+    assert decode_event(raw, TopicRole.DECISIONS).data == model
 
 
 def test_encode_refuses_data_of_another_type() -> None:

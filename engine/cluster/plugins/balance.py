@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Iterator
 from functools import lru_cache
+from itertools import repeat
+from operator import add, mul, sub, truediv
 from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, ScoreResult
@@ -20,8 +23,14 @@ def balance_score(count: int, max_count: int) -> int:
 
 @lru_cache(maxsize=64)
 def _score_table(max_count: int) -> tuple[int, ...]:
-    """Scores by count, up to max_count + 1 (a count that still includes the placement's own decision)."""
-    return (100, *(balance_score(count, max_count) for count in range(1, max_count + 2)))
+    """Scores by count, up to max_count + 1 (a count that still includes the placement's own decision).
+
+    The same formula as `balance_score`, in C-level maps: a cold start builds a table for almost every
+    maximum on the way up, thousands of entries each.
+    """
+    counts = range(1, max_count + 2)
+    fractions = map(truediv, counts, repeat(max_count))
+    return (100, *map(mul, repeat(2), map(math.trunc, map(mul, repeat(100.0), map(sub, repeat(0.5), fractions)))))
 
 
 class BalancePrioritizer:
@@ -36,16 +45,27 @@ class BalancePrioritizer:
         return self.NAME
 
     def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
-        """Scores every candidate; the same (count, maxCount) pair is computed once."""
-        others = ctx.others
-        max_count = others.max_count()
-        if max_count <= 0:
-            return ScoreResult(dict.fromkeys(candidates, 100))
-        counts, own = others.snapshot()
-        table = _score_table(max_count)
-        get = counts.get
-        scores = {name: table[get(name, 0)] for name in candidates}
-        for name in own:  # their count includes this placement once
-            if name in scores:
-                scores[name] = table[get(name, 0) - 1]
-        return ScoreResult(scores)
+        """Scores every candidate."""
+        return ScoreResult(dict(zip(candidates, _scores(ctx, candidates, 1), strict=True)))
+
+    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
+        """totals + weight × score, without a map of the scores in between."""
+        return dict(zip(totals, map(add, totals.values(), _scores(ctx, totals, weight)), strict=True))
+
+
+def _scores(ctx: EvalContext, names: Collection[str], weight: int) -> Iterator[int]:
+    """weight × score of each name, in order, in C-level maps: one table lookup per (count, maxCount)."""
+    others = ctx.others
+    max_count = others.max_count()
+    if max_count <= 0:
+        return repeat(100 * weight, len(names))
+    counts, own = others.snapshot()
+    table = _weighted_table(max_count, weight)
+    # the count of a cluster this placement holds includes it once: subtract True (1) for those
+    return map(table.__getitem__, map(sub, map(counts.get, names, repeat(0)), map(own.__contains__, names)))
+
+
+@lru_cache(maxsize=64)
+def _weighted_table(max_count: int, weight: int) -> tuple[int, ...]:
+    table = _score_table(max_count)
+    return table if weight == 1 else tuple(map(mul, table, repeat(weight)))

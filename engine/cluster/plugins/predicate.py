@@ -42,4 +42,4 @@ class PredicateFilter:
             remaining -= pool
             if not remaining:
                 break
-        return FilterResult([c for c in candidates if c in matched])
+        return FilterResult(list(filter(matched.__contains__, candidates)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import add
 from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, ScoreResult
@@ -22,9 +24,12 @@ class SteadyPrioritizer:
 
     def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
         """Scores every candidate."""
-        current = ctx.current
         scores = dict.fromkeys(candidates, 0)
-        for name in current:
-            if name in scores:
-                scores[name] = 100
+        scores.update(dict.fromkeys(ctx.current.intersection(scores), 100))
         return ScoreResult(scores)
+
+    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
+        """totals + weight × score: only the held candidates move."""
+        held = ctx.current.intersection(totals)
+        totals.update(zip(held, map(add, map(totals.__getitem__, held), repeat(100 * weight)), strict=True))
+        return totals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from itertools import filterfalse
 from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, FilterResult
@@ -85,17 +86,16 @@ class TaintTolerationFilter:
         if problem is not None:
             return FilterResult([], PluginStatus.misconfigured(self.NAME, problem))
         inventory, now, current = ctx.inventory, ctx.now, ctx.current
-        tainted = ctx.view.tainted()
-        if tainted.isdisjoint(candidates):
+        tainted = ctx.view.tainted().intersection(candidates)
+        if not tainted:
             return FilterResult(list(candidates))
-        passed: list[str] = []
+        failed: set[str] = set()
         due: list[datetime] = []
-        for name in candidates:
-            if name not in tainted:
-                passed.append(name)
-                continue
+        for name in sorted(tainted):  # only the few tainted candidates are looked at
             ok, expiries = taint_outcome(inventory.taints_of(name), tolerations, now, held=name in current)
             if ok:
-                passed.append(name)
                 due.extend(expiries)
+            else:
+                failed.add(name)
+        passed = list(filterfalse(failed.__contains__, candidates)) if failed else list(candidates)
         return FilterResult(passed, due=tuple(due))

@@ -191,17 +191,36 @@ def run(
     current: Sequence[str] = (),
     balance: Mapping[str, int] | None = None,
 ) -> Evaluation:
-    """Evaluate one placement purely, as the conformance harness does."""
+    """Evaluate one placement purely, as the conformance harness does.
+
+    It is evaluated twice: with explain data (every prioritizer's raw scores, returned) and as the service
+    evaluates without explain, where some prioritizers add into the totals directly. Both must agree.
+    """
     inventory = world if isinstance(world, Inventory) else world.inventory(now)
-    ctx = EvalContext(
-        placement=placement,
-        view=InventoryView(inventory),
-        now=now,
-        current=frozenset(current),
-        others=MappingCounts(dict(balance or {})),
-        compiled=compile_placement(placement),
+    results = [
+        evaluate(
+            EvalContext(
+                placement=placement,
+                view=InventoryView(inventory),
+                now=now,
+                current=frozenset(current),
+                others=MappingCounts(dict(balance or {})),
+                compiled=compile_placement(placement),
+                explain=explain,
+            )
+        )
+        for explain in (True, False)
+    ]
+    explained, plain = results
+    assert plain.scores == explained.scores
+    assert list(plain.scores) == list(explained.scores)
+    assert (plain.selected, plain.pages, plain.status, plain.due) == (
+        explained.selected,
+        explained.pages,
+        explained.status,
+        explained.due,
     )
-    return evaluate(ctx)
+    return explained
 
 
 def decided(evaluation: Evaluation) -> list[str]:

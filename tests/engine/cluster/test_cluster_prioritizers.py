@@ -7,10 +7,15 @@ from typing import Any
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
+from engine.cluster.compiled import compile_placement
 from engine.cluster.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.framework import EvalContext
+from engine.cluster.indexes import PlacementIndex, TrackedPlacement
+from engine.cluster.pipeline import evaluate
 from engine.cluster.plugins.balance import balance_score
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.status import Code
+from engine.cluster.views import InventoryView
 
 THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
 
@@ -48,6 +53,44 @@ def _addon(resource: str, score: str, weight: int = 1) -> dict[str, Any]:
 )
 def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list[int]) -> None:
     assert [balance_score(c, max_count) for c in counts] == scores
+
+
+@pytest.mark.parametrize("max_count", [1, 2, 3, 5, 7, 64, 701])
+def test_cluster_balance_prioritizer_scores_every_count_by_the_formula(max_count: int) -> None:
+    clusters = [a_cluster(f"c{i:04d}") for i in range(max_count + 1)]
+    counts = {f"c{i:04d}": i for i in range(max_count + 1)}  # c0000 is decided nowhere
+    result = run(one_set_world(*clusters), a_placement(), balance=counts)
+    balance = next(p for p in result.prioritizers if p.name == "Balance")
+    assert balance.scores == {name: balance_score(count, max_count) for name, count in counts.items()}
+
+
+@pytest.mark.parametrize(("balance_weight", "steady_weight"), [(1, 1), (3, -2), (-1, 5)])
+def test_cluster_balance_and_steady_discount_own_decision(balance_weight: int, steady_weight: int) -> None:
+    """Through the engine's own counts (OthersView), with and without explain: a held cluster's count
+    excludes this placement's decision, and both evaluation paths agree."""
+    index = PlacementIndex()
+    for key, clusters in (("ns1/other", {"c1", "c2"}), ("ns1/third", {"c1"}), ("ns1/placement1", {"c1", "c3"})):
+        index.put(key, TrackedPlacement("ns1", frozenset(), frozenset(), frozenset(clusters)))
+    world = one_set_world(*THREE)
+    spec = _policy(_builtin("Balance", balance_weight), _builtin("Steady", steady_weight))
+    results = []
+    for explain in (True, False):
+        placement = a_placement(spec)
+        ctx = EvalContext(
+            placement=placement,
+            view=InventoryView(world.inventory(NOW)),
+            now=NOW,
+            current=frozenset({"c1", "c3"}),
+            others=index.others("ns1/placement1"),
+            compiled=compile_placement(placement),
+            explain=explain,
+        )
+        results.append(evaluate(ctx))
+    # others decided c1 twice and c2 once: maxCount 2
+    balance = {"c1": balance_score(2, 2), "c2": balance_score(1, 2), "c3": balance_score(0, 2)}
+    steady = {"c1": 100, "c2": 0, "c3": 100}
+    expected = {name: balance_weight * balance[name] + steady_weight * steady[name] for name in balance}
+    assert results[0].scores == results[1].scores == expected
 
 
 def test_cluster_balance_max_count_includes_non_candidates() -> None:
