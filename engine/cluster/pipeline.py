@@ -30,7 +30,7 @@ class PrioritizerScores:
     name: str
     weight: int
     scores: dict[str, int]
-    """Empty unless explain was requested and for prioritizers that add straight into the totals."""
+    """Empty for a prioritizer that adds straight into the totals, unless explain was requested."""
 
 
 @dataclass(slots=True)
@@ -74,7 +74,7 @@ class Evaluation:
         return sorted(self.scores, key=lambda name: (-self.scores[name], name))
 
 
-def _add_weighted(totals: dict[str, int], scores: dict[str, int], weight: int, *, first: bool) -> dict[str, int]:
+def _add_weighted(totals: dict[str, int], scores: dict[str, int], weight: int) -> dict[str, int]:
     """totals + weight × scores (E7), a fresh map when every candidate is scored; C-level maps, no loop."""
     if len(scores) != len(totals):  # the unscored candidates add nothing
         for name, value in scores.items():
@@ -82,8 +82,6 @@ def _add_weighted(totals: dict[str, int], scores: dict[str, int], weight: int, *
                 totals[name] += weight * value
         return totals
     weighted = scores if weight == 1 else dict(zip(scores, map(mul, scores.values(), repeat(weight)), strict=True))
-    if first:
-        return dict(weighted)
     return dict(zip(totals, map(add, totals.values(), map(weighted.__getitem__, totals)), strict=True))
 
 
@@ -106,12 +104,10 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         return
     totals = dict.fromkeys(candidates, 0)
     final = SUCCESS
-    first = True
     for entry in planned:
         prioritizer = entry.prioritizer
         if not ctx.explain and isinstance(prioritizer, WeightedAdder):
             totals = prioritizer.add_weighted(ctx, totals, entry.weight)
-            first = False
             result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, {}))
             continue
         scored = prioritizer.score(ctx, candidates)
@@ -121,8 +117,7 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         if scored.status.code is Code.WARNING:
             final = scored.status
         due.extend(scored.due)
-        totals = _add_weighted(totals, scored.scores, entry.weight, first=first)
-        first = False
+        totals = _add_weighted(totals, scored.scores, entry.weight)
         result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, entry.weight, scored.scores))
 
     wanted = ctx.placement.spec.number_of_clusters

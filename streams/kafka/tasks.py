@@ -63,12 +63,11 @@ class TaskProducers:
 
     def __init__(self, kafka: KafkaSettings) -> None:
         self._kafka = kafka
-        self._group_id = kafka.group_id
         self._producers: dict[int, AIOKafkaProducer] = {}
 
     def transactional_id(self, partition: int) -> str:
         """Stable across restarts and instances, so a new owner fences the old one."""
-        return f"{self._group_id}-tasks-{partition}"
+        return f"{self._kafka.group_id}-tasks-{partition}"
 
     @property
     def owned(self) -> frozenset[int]:

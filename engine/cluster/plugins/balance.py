@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from functools import lru_cache
 from itertools import repeat
 from operator import add, mul, sub, truediv
@@ -11,26 +11,23 @@ from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, ScoreResult
 
-__all__ = ["BalancePrioritizer", "balance_score"]
+__all__ = ["BalancePrioritizer", "balance_scores"]
 
 
-def balance_score(count: int, max_count: int) -> int:
-    """`2 * trunc(100.0 * (0.5 - count / maxCount))` in doubles; 100 for an unused cluster."""
-    if count <= 0:
-        return 100
-    return 2 * math.trunc(100.0 * (0.5 - count / max_count))
+def balance_scores(counts: Iterable[int], max_count: int) -> Iterator[int]:
+    """`2 * trunc(100.0 * (0.5 - count / maxCount))` in doubles for each count (100 for count 0).
+
+    C-level maps, not a Python loop: a cold start builds a table for almost every maximum on the way up,
+    thousands of entries each.
+    """
+    fractions = map(truediv, counts, repeat(max_count))
+    return map(mul, repeat(2), map(math.trunc, map(mul, repeat(100.0), map(sub, repeat(0.5), fractions))))
 
 
 @lru_cache(maxsize=64)
 def _score_table(max_count: int) -> tuple[int, ...]:
-    """Scores by count, up to max_count + 1 (a count that still includes the placement's own decision).
-
-    The same formula as `balance_score`, in C-level maps: a cold start builds a table for almost every
-    maximum on the way up, thousands of entries each.
-    """
-    counts = range(1, max_count + 2)
-    fractions = map(truediv, counts, repeat(max_count))
-    return (100, *map(mul, repeat(2), map(math.trunc, map(mul, repeat(100.0), map(sub, repeat(0.5), fractions)))))
+    """Scores by count, up to max_count + 1 (a count that still includes the placement's own decision)."""
+    return tuple(balance_scores(range(max_count + 2), max_count))
 
 
 class BalancePrioritizer:

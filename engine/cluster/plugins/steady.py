@@ -24,9 +24,7 @@ class SteadyPrioritizer:
 
     def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
         """Scores every candidate."""
-        scores = dict.fromkeys(candidates, 0)
-        scores.update(dict.fromkeys(ctx.current.intersection(scores), 100))
-        return ScoreResult(scores)
+        return ScoreResult(self.add_weighted(ctx, dict.fromkeys(candidates, 0), 1))
 
     def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
         """totals + weight × score: only the held candidates move."""

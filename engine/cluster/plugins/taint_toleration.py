@@ -91,7 +91,7 @@ class TaintTolerationFilter:
             return FilterResult(list(candidates))
         failed: set[str] = set()
         due: list[datetime] = []
-        for name in sorted(tainted):  # only the few tainted candidates are looked at
+        for name in tainted:  # only the few tainted candidates are looked at
             ok, expiries = taint_outcome(inventory.taints_of(name), tolerations, now, held=name in current)
             if ok:
                 due.extend(expiries)

@@ -12,7 +12,7 @@ from engine.cluster.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.framework import EvalContext
 from engine.cluster.indexes import PlacementIndex, TrackedPlacement
 from engine.cluster.pipeline import evaluate
-from engine.cluster.plugins.balance import balance_score
+from engine.cluster.plugins.balance import balance_scores
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.status import Code
 from engine.cluster.views import InventoryView
@@ -52,7 +52,7 @@ def _addon(resource: str, score: str, weight: int = 1) -> dict[str, Any]:
     ],
 )
 def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list[int]) -> None:
-    assert [balance_score(c, max_count) for c in counts] == scores
+    assert list(balance_scores(counts, max_count)) == scores
 
 
 @pytest.mark.parametrize("max_count", [1, 2, 3, 5, 7, 64, 701])
@@ -61,7 +61,7 @@ def test_cluster_balance_prioritizer_scores_every_count_by_the_formula(max_count
     counts = {f"c{i:04d}": i for i in range(max_count + 1)}  # c0000 is decided nowhere
     result = run(one_set_world(*clusters), a_placement(), balance=counts)
     balance = next(p for p in result.prioritizers if p.name == "Balance")
-    assert balance.scores == {name: balance_score(count, max_count) for name, count in counts.items()}
+    assert balance.scores == dict(zip(counts, balance_scores(counts.values(), max_count), strict=True))
 
 
 @pytest.mark.parametrize(("balance_weight", "steady_weight"), [(1, 1), (3, -2), (-1, 5)])
@@ -87,7 +87,7 @@ def test_cluster_balance_and_steady_discount_own_decision(balance_weight: int, s
         )
         results.append(evaluate(ctx))
     # others decided c1 twice and c2 once: maxCount 2
-    balance = {"c1": balance_score(2, 2), "c2": balance_score(1, 2), "c3": balance_score(0, 2)}
+    balance = dict(zip(("c1", "c2", "c3"), balance_scores((2, 1, 0), 2), strict=True))
     steady = {"c1": 100, "c2": 0, "c3": 100}
     expected = {name: balance_weight * balance[name] + steady_weight * steady[name] for name in balance}
     assert results[0].scores == results[1].scores == expected
