@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engine.cluster.compiled import CompiledPlacement
+from engine.cluster.framework import ValueRange
 from engine.cluster.indexes import PlacementIndex
 from engine.cluster.plugins.taint_toleration import taint_outcome
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
-from engine.cluster.views import CLUSTERSET_LABEL
+from engine.cluster.views import CLUSTERSET_LABEL, InventoryView
 from engine.cluster.weights import plan_prioritizers
 from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
@@ -29,6 +30,7 @@ __all__ = [
     "ClusterVersion",
     "affected_placements",
     "answer_may_change",
+    "leaving_moves_others",
     "predicates_could_pass",
     "sets_containing",
 ]
@@ -83,14 +85,24 @@ class ClusterDelta:
 
 
 def answer_may_change(
-    placement: Placement, compiled: CompiledPlacement, delta: ClusterDelta, *, holds: bool, now: datetime
+    placement: Placement,
+    compiled: CompiledPlacement,
+    delta: ClusterDelta,
+    *,
+    holds: bool,
+    now: datetime,
+    leaving_matters: Callable[[], bool],
 ) -> bool:
-    """Whether re-deciding the placement after `delta` could give another answer; `holds`: it decided the cluster."""
+    """Whether re-deciding the placement after `delta` could give another answer; `holds`: it decided the cluster;
+    `leaving_matters`: asked only when the cluster stops being a candidate it does not hold."""
     versions = (delta.before, delta.after)
     if delta.scoring_changed:
         return holds or predicates_could_pass(compiled, versions)
-    if compiled.predicate_error is not None or any(selector.cel for selector in compiled.predicates):
-        return True  # CEL reads the whole cluster; a broken predicate is re-reported either way
+    whole_cluster = compiled.predicate_error is not None or any(selector.cel for selector in compiled.predicates)
+    if whole_cluster and delta.taints is None:
+        # CEL reads the whole ManagedCluster; a broken predicate is re-reported either way. A taint change
+        # leaves the ManagedCluster, and so the CEL answer, as it was: the taint filter decides below.
+        return True
     if delta.before != delta.after and (compiled.groups or compiled.group_error is not None):
         return holds or predicates_could_pass(compiled, versions)  # group selectors read labels and claims
     passed = (predicates_could_pass(compiled, (delta.before,)), predicates_could_pass(compiled, (delta.after,)))
@@ -103,14 +115,20 @@ def answer_may_change(
         passed = (passed[0] and before[0], passed[1] and after[0])
     if passed[0] == passed[1]:
         return holds and not passed[0]  # passing on both sides with the same inputs; a stale holder must let go
-    # the cluster starts or stops being a candidate: it may be selected, or it leaves a decision, or it moves
-    # the scores of the others through a prioritizer normalised over the candidates
-    return holds or passed[1] or _scores_relative_to_candidates(placement)
+    # the cluster starts or stops being a candidate: it may be selected, or it leaves a decision, or its
+    # departure moves the others' scores or the status
+    return holds or passed[1] or leaving_matters()
 
 
-def _scores_relative_to_candidates(placement: Placement) -> bool:
+def leaving_moves_others(
+    placement: Placement, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None
+) -> bool:
+    """Whether `cluster` leaving the candidates can change the answer of a placement that does not hold it:
+    asked of every enabled prioritizer (`ranges`: from the placement's last evaluation)."""
     planned, status = plan_prioritizers(placement.spec.prioritizer_policy)
-    return status.failed or any(entry.prioritizer.RELATIVE for entry in planned)
+    if status.failed:
+        return True
+    return any(entry.prioritizer.leaving_matters(view, now, cluster, ranges) for entry in planned)
 
 
 def _cluster_delta(change: InventoryChange, clusters: Sequence[ManagedCluster]) -> ClusterDelta | None:

@@ -11,7 +11,9 @@ from engine.cluster.cel_env import CelCompileError, CompiledExpression, compile_
 from engine.cluster.selectors import EVERYTHING, Selector, SelectorError, compile_label_selector, compile_selector
 from topics.placement import ClusterClaimSelector, Placement
 
-__all__ = ["CompiledPlacement", "CompiledSelector", "compile_placement"]
+__all__ = ["CompiledPlacement", "CompiledSelector", "PredicateKey", "compile_placement"]
+
+PredicateKey = tuple[tuple[Selector, Selector, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,11 @@ class CompiledPlacement:
     group_error: str | None
     score_names: frozenset[str] | None
     """Score resource names used through `scores()` literals; None means any name (spec L4)."""
+
+    @property
+    def predicate_key(self) -> PredicateKey:
+        """What the predicates match by, without the parsed CEL trees (slow to hash): a shared cache key."""
+        return tuple((selector.labels, selector.claims, selector.cel_key) for selector in self.predicates)
 
 
 def _claims(selector: ClusterClaimSelector | None) -> Selector:

@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.cluster.affected import ClusterDelta, affected_placements, answer_may_change
+from engine.cluster.affected import ClusterDelta, affected_placements, answer_may_change, leaving_moves_others
 from engine.cluster.compiled import CompiledPlacement, compile_placement
 from engine.cluster.conditions import set_conditions
 from engine.cluster.events import decided_event, deleted_event
 from engine.cluster.explain import explain_evaluation
-from engine.cluster.framework import BalanceCounts, EvalContext
+from engine.cluster.framework import BalanceCounts, EvalContext, ValueRange
 from engine.cluster.indexes import PlacementIndex, TrackedPlacement
 from engine.cluster.pipeline import Evaluation, evaluate
 from engine.cluster.state import (
@@ -60,6 +60,8 @@ class ClusterPlacementEngine:
         self._index = PlacementIndex()
         self._compiled: dict[str, tuple[Placement, CompiledPlacement]] = {}
         self._view: InventoryView | None = None
+        self._ranges: dict[str, dict[str, ValueRange]] = {}
+        """Per placement, the ValueRange of each prioritizer in its last decision (derived, not persisted)."""
         self.decide_calls = 0
         """How many times a placement was decided (batch end, timer); for metrics and benchmarks."""
         self.evaluations = 0
@@ -151,6 +153,7 @@ class ClusterPlacementEngine:
         """Evaluate, publish when the answer changed, and follow up once on a changed decision (L5)."""
         self.decide_calls += 1
         placement = state.placement
+        self._ranges.pop(key, None)
         if placement.metadata.deletion_timestamp is not None:
             return Step(self._with_due(state, None))
         if placement.metadata.annotations.get(DISABLE_ANNOTATION) == "true":
@@ -160,6 +163,9 @@ class ClusterPlacementEngine:
         except EvaluationError as exc:
             _log.error("placement %s not evaluated: %s", key, exc)
             return Step(self._with_due(state, self._resync(ctx)))
+        ranges = {p.name: p.range for p in last.prioritizers if p.range is not None}
+        if ranges:
+            self._ranges[key] = ranges
         candidates = [instant for instant in (last.due, self._resync(ctx)) if instant is not None]
         due = min(candidates) if candidates else None
         return Step(self._with_due(state, due), tuple(emits))
@@ -231,8 +237,17 @@ class ClusterPlacementEngine:
             # explained placements report every cluster's filter, so any change shows in them
             if key in explained or cached is None or tracked is None:
                 return True
-            holds = delta.name in tracked.decided
-            return answer_may_change(cached[0], cached[1], delta, holds=holds, now=ctx.now)
+            placement = cached[0]
+            return answer_may_change(
+                placement,
+                cached[1],
+                delta,
+                holds=delta.name in tracked.decided,
+                now=ctx.now,
+                leaving_matters=lambda: leaving_moves_others(
+                    placement, self.view(ctx.inventory), ctx.now, delta.name, self._ranges.get(key)
+                ),
+            )
 
         return affected_placements(self._index, changes, ctx.inventory, may_change)
 
@@ -245,6 +260,7 @@ class ClusterPlacementEngine:
         if state is None:
             self._index.remove(key)
             self._compiled.pop(key, None)
+            self._ranges.pop(key, None)
             return
         placement = state.placement
         compiled = self.compiled(key, placement)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from engine.cluster.compiled import CompiledPlacement
 from engine.cluster.status import SUCCESS, PluginStatus
@@ -19,13 +19,16 @@ from topics.placement import Placement
 
 __all__ = [
     "BalanceCounts",
+    "CandidateIndependent",
     "ClusterFilter",
     "EvalContext",
     "FilterResult",
     "MappingCounts",
     "Prioritizer",
     "ScoreResult",
+    "ValueRange",
     "WeightedAdder",
+    "adds_weighted",
 ]
 
 
@@ -93,6 +96,34 @@ class FilterResult:
     due: tuple[datetime, ...] = ()
 
 
+@dataclass(slots=True)
+class ValueRange:
+    """The lowest and highest input value over an evaluation's candidates, and how many candidates hold each.
+
+    A prioritizer normalised over its candidates (F4) keeps this between evaluations: a candidate that leaves
+    moves the other candidates' scores only when it was the last one at either end.
+    """
+
+    low: float
+    at_low: int
+    high: float
+    at_high: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> ValueRange:
+        """The range of a non-empty list of values."""
+        low, high = min(values), max(values)
+        return cls(low, values.count(low), high, values.count(high))
+
+    def drop(self, value: float) -> bool:
+        """Record that a candidate holding `value` left; False, and nothing recorded, when an end moves."""
+        if (value == self.low and self.at_low == 1) or (value == self.high and self.at_high == 1):
+            return False
+        self.at_low -= value == self.low
+        self.at_high -= value == self.high
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreResult:
     """Raw scores of one prioritizer (clusters it gives no score are absent)."""
@@ -100,6 +131,8 @@ class ScoreResult:
     scores: dict[str, int]
     status: PluginStatus = SUCCESS
     due: tuple[datetime, ...] = ()
+    range: ValueRange | None = None
+    """The input range the scores were normalised over, for a prioritizer whose scores depend on it."""
 
 
 class ClusterFilter(Protocol):
@@ -116,8 +149,6 @@ class Prioritizer(Protocol):
     """A scoring step (spec F); `name` is the F9 result name."""
 
     NAME: ClassVar[str]
-    RELATIVE: ClassVar[bool]
-    """Scores are normalised over the candidates, so adding or removing any candidate can move the others."""
 
     @property
     def name(self) -> str:
@@ -127,6 +158,26 @@ class Prioritizer(Protocol):
     def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
         """Score the candidates."""
         ...
+
+    def leaving_matters(
+        self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None
+    ) -> bool:
+        """Whether `cluster` leaving the candidates can change the other candidates' scores or the status.
+
+        `ranges`: the ValueRange of each prioritizer (by name) from the placement's last evaluation, None when
+        unknown. A prioritizer may record the departure in its range when it answers False.
+        """
+        ...
+
+
+class CandidateIndependent:
+    """Base of prioritizers whose score of a cluster does not depend on which other clusters are candidates."""
+
+    def leaving_matters(
+        self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None
+    ) -> bool:
+        """A departing candidate moves no other score."""
+        return False
 
 
 @runtime_checkable
@@ -140,3 +191,16 @@ class WeightedAdder(Protocol):
     def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
         """The new totals (`totals` may be updated in place and returned)."""
         ...
+
+
+_ADDS_WEIGHTED: dict[type, bool] = {}
+
+
+def adds_weighted(prioritizer: object) -> TypeGuard[WeightedAdder]:
+    """isinstance(prioritizer, WeightedAdder), answered once per class: a runtime protocol check walks the
+    protocol's members every time, and this runs for every prioritizer of every evaluation."""
+    kind = type(prioritizer)
+    known = _ADDS_WEIGHTED.get(kind)
+    if known is None:
+        known = _ADDS_WEIGHTED[kind] = isinstance(prioritizer, WeightedAdder)
+    return known

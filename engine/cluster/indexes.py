@@ -24,15 +24,21 @@ class TrackedPlacement:
 
 
 class DecisionCounts:
-    """How many tracked placements decided each cluster.
+    """How many tracked placements decided each cluster, and how many clusters have each count.
 
-    Counting uses Counter's C loop; the maximum is found again, also in C, only when asked after a change,
-    since thousands of decisions can change between two Balance evaluations.
+    Counting uses Counter's C loop. The per-count tally behind the maximum is kept step by step for the small
+    changes of a re-decision (a cluster or two per placement), and rebuilt in C only when asked after a large
+    one (a new placement's whole decision), since thousands of decisions can change between two reads.
     """
+
+    _STEPWISE = 16
+    """Changes of at most this many clusters update the tally in place; larger ones drop it."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
-        self._top: tuple[int, int] | None = None
+        self._levels: Counter[int] | None = Counter()
+        """How many clusters have each count (counts > 0 only); None: to be rebuilt."""
+        self._highest = 0
 
     def replace(self, old: frozenset[str], new: frozenset[str]) -> None:
         """One placement's decision changed from `old` to `new`."""
@@ -40,6 +46,9 @@ class DecisionCounts:
         if not removed and not added:
             return
         counts = self.counts
+        levels = self._levels
+        if levels is not None and len(removed) + len(added) > self._STEPWISE:
+            levels = self._levels = None
         counts.update(added)
         for cluster in removed:
             left = counts[cluster] - 1
@@ -47,15 +56,25 @@ class DecisionCounts:
                 counts[cluster] = left
             else:
                 del counts[cluster]
-        self._top = None
+        if levels is None:
+            return
+        for cluster in added:
+            now = counts[cluster]
+            _move(levels, now - 1, now)
+            self._highest = max(self._highest, now)
+        for cluster in removed:
+            now = counts.get(cluster, 0)
+            _move(levels, now + 1, now)
+        while self._highest and not levels.get(self._highest):
+            self._highest -= 1
 
     def top(self) -> tuple[int, int]:
         """The largest count and how many clusters have it; (0, 0) when nothing is decided."""
-        if self._top is None:
-            values = list(self.counts.values())
-            highest = max(values, default=0)
-            self._top = (highest, values.count(highest) if highest else 0)
-        return self._top
+        levels = self._levels
+        if levels is None:
+            levels = self._levels = Counter(self.counts.values())
+            self._highest = max(levels, default=0)
+        return self._highest, levels.get(self._highest, 0)
 
     def max_without(self, own: frozenset[str]) -> int:
         """The maximum after removing one placement's decisions `own` (each cluster counted once)."""
@@ -64,6 +83,18 @@ class DecisionCounts:
             return highest
         own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
         return highest if own_at_top < at_top else highest - 1
+
+
+def _move(levels: Counter[int], before: int, after: int) -> None:
+    """One cluster's count went from `before` to `after`."""
+    if before:
+        left = levels[before] - 1
+        if left:
+            levels[before] = left
+        else:
+            del levels[before]
+    if after:
+        levels[after] += 1
 
 
 class OthersView:

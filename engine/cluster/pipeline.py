@@ -13,7 +13,7 @@ from itertools import filterfalse, repeat
 from operator import add, mul
 
 from engine.cluster.conditions import misconfigured_condition, satisfied_condition
-from engine.cluster.framework import EvalContext, WeightedAdder
+from engine.cluster.framework import EvalContext, ValueRange, adds_weighted
 from engine.cluster.groups import Group, Page, build_groups, paginate
 from engine.cluster.registry import FILTERS
 from engine.cluster.status import SUCCESS, Code, PluginStatus
@@ -31,6 +31,8 @@ class PrioritizerScores:
     weight: int
     scores: dict[str, int]
     """Empty for a prioritizer that adds straight into the totals, unless explain was requested."""
+    range: ValueRange | None = None
+    """The input range the scores were normalised over (ScoreResult.range)."""
 
 
 @dataclass(slots=True)
@@ -106,9 +108,9 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
     final = SUCCESS
     for entry in planned:
         prioritizer = entry.prioritizer
-        if not ctx.explain and isinstance(prioritizer, WeightedAdder):
+        if not ctx.explain and adds_weighted(prioritizer):
             totals = prioritizer.add_weighted(ctx, totals, entry.weight)
-            result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, {}))
+            result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, entry.weight, {}))
             continue
         scored = prioritizer.score(ctx, candidates)
         if scored.status.failed:
@@ -118,7 +120,7 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
             final = scored.status
         due.extend(scored.due)
         totals = _add_weighted(totals, scored.scores, entry.weight)
-        result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, entry.weight, scored.scores))
+        result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, scored.scores, scored.range))
 
     wanted = ctx.placement.spec.number_of_clusters
     if wanted is not None and wanted < 0:

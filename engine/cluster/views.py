@@ -6,20 +6,23 @@ CEL results and resource quantities are computed once per inventory version and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
 
 from engine.cluster.cel_env import CelProgram, make_functions
+from engine.cluster.compiled import CompiledPlacement, PredicateKey
 from engine.cluster.quantity import parse_quantity
-from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
+from engine.cluster.selectors import EVERYTHING, Selector, SelectorError, compile_label_selector, matches
 from engine.inventory import Inventory
 from topics.inventory import ManagedCluster, ManagedClusterSet
 
 __all__ = ["CLUSTERSET_LABEL", "EvaluationError", "InventoryView"]
+
+_T = TypeVar("_T")
 
 CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset"
 _EXCLUSIVE = ("", "ExclusiveClusterSetLabel")
@@ -80,10 +83,22 @@ class InventoryView:
         self._activation: Activation | None = None
         self._bound: dict[str, tuple[str, ...]] | None = None
         self._available: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._names: frozenset[str] | None = None
+        self._predicates: dict[PredicateKey, frozenset[str]] = {}
+        self._memo: dict[Hashable, Any] = {}
 
     def fresh(self) -> bool:
         """Still valid for the inventory's current version."""
         return self.version == self.inventory.version
+
+    def memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """`build()` once per view and key: for plugins whose answer depends only on this inventory version and
+        a few placement inputs many placements share (the key must name the plugin and those inputs)."""
+        if key in self._memo:
+            value: _T = self._memo[key]
+            return value
+        value = self._memo[key] = build()
+        return value
 
     # --- sets ------------------------------------------------------------------------------------
     def bound_sets(self, namespace: str) -> tuple[str, ...]:
@@ -186,6 +201,41 @@ class InventoryView:
                     if matches(selector, self.claims(c.metadata.name))
                 )
             self._selected[key] = cached
+        return cached
+
+    def names(self) -> frozenset[str]:
+        """Every cluster's name."""
+        if self._names is None:
+            self._names = frozenset(c.metadata.name for c in self.inventory.clusters())
+        return self._names
+
+    def predicate_matches(self, compiled: CompiledPlacement) -> frozenset[str]:
+        """Every cluster that matches at least one of the predicates (ORed; label AND claim AND CEL within one).
+
+        Computed once per view and predicate list over the whole inventory: thousands of placements share a
+        handful of predicate lists, and a filter then only has to keep its candidates that are in the set.
+        """
+        key = compiled.predicate_key
+        cached = self._predicates.get(key)
+        if cached is not None:
+            return cached
+        remaining = self.names()
+        matched: set[str] = set()
+        for selector in compiled.predicates:
+            pool = remaining
+            if selector.labels != EVERYTHING:
+                pool = pool & self.selected("label", selector.labels)
+            if selector.claims != EVERYTHING:
+                pool = pool & self.selected("claim", selector.claims)
+            if selector.cel and pool:
+                program = CelProgram(selector.cel, self.cel_activation())
+                text, pure = selector.cel_key, selector.cel_pure
+                pool = frozenset(name for name in pool if self.cel_matches((text, name), pure, program))
+            matched |= pool
+            remaining -= pool
+            if not remaining:
+                break
+        cached = self._predicates[key] = frozenset(matched)
         return cached
 
     # --- CEL -------------------------------------------------------------------------------------

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from engine.cluster.framework import EvalContext, ScoreResult
+from engine.cluster.framework import EvalContext, ScoreResult, ValueRange
 from engine.cluster.status import Code, PluginStatus
+from engine.cluster.views import InventoryView
 
 __all__ = ["AddOnPrioritizer"]
 
@@ -17,7 +19,6 @@ class AddOnPrioritizer:
     """Reads `<resourceName>` in each cluster's namespace and takes the score named `<scoreName>`."""
 
     NAME: ClassVar[str] = "AddOn"
-    RELATIVE: ClassVar[bool] = False
 
     def __init__(self, resource_name: str, score_name: str) -> None:
         self.resource_name = resource_name
@@ -52,3 +53,11 @@ class AddOnPrioritizer:
             listed = " ".join(f"{name}/{self.resource_name}" for name in sorted(expired))
             status = PluginStatus(Code.WARNING, self.name, f"AddOnPlacementScores {listed} expired")
         return ScoreResult(scores, status, tuple(due))
+
+    def leaving_matters(
+        self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None
+    ) -> bool:
+        """Scores are per cluster, but an expired score of the departing cluster is named in the Warning (F8)."""
+        obj = view.inventory.score(cluster, self.resource_name)
+        valid_until = None if obj is None else obj.status.valid_until
+        return valid_until is not None and now > valid_until

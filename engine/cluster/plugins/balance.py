@@ -9,7 +9,7 @@ from itertools import repeat
 from operator import add, mul, sub, truediv
 from typing import ClassVar
 
-from engine.cluster.framework import EvalContext, ScoreResult
+from engine.cluster.framework import CandidateIndependent, EvalContext, ScoreResult
 
 __all__ = ["BalancePrioritizer", "balance_scores"]
 
@@ -30,11 +30,10 @@ def _score_table(max_count: int) -> tuple[int, ...]:
     return tuple(balance_scores(range(max_count + 2), max_count))
 
 
-class BalancePrioritizer:
+class BalancePrioritizer(CandidateIndependent):
     """Spreads placements over clusters by their decision counts in all other placements."""
 
     NAME: ClassVar[str] = "Balance"
-    RELATIVE: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

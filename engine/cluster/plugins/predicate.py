@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from engine.cluster.cel_env import CelProgram
 from engine.cluster.framework import EvalContext, FilterResult
-from engine.cluster.selectors import EVERYTHING
 from engine.cluster.status import PluginStatus
 
 __all__ = ["PredicateFilter"]
@@ -26,20 +24,5 @@ class PredicateFilter:
             return FilterResult([], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
         if not ctx.placement.spec.predicates:
             return FilterResult(list(candidates))
-        view = ctx.view
-        remaining = set(candidates)
-        matched: set[str] = set()
-        for selector in compiled.predicates:
-            pool = remaining
-            if selector.labels != EVERYTHING:
-                pool = pool & view.selected("label", selector.labels)
-            if selector.claims != EVERYTHING:
-                pool = pool & view.selected("claim", selector.claims)
-            if selector.cel and pool:
-                program = CelProgram(selector.cel, view.cel_activation())
-                pool = {name for name in pool if view.cel_matches((selector.cel_key, name), selector.cel_pure, program)}
-            matched |= pool
-            remaining -= pool
-            if not remaining:
-                break
+        matched = ctx.view.predicate_matches(compiled)
         return FilterResult(list(filter(matched.__contains__, candidates)))

@@ -6,16 +6,15 @@ from itertools import repeat
 from operator import add
 from typing import ClassVar
 
-from engine.cluster.framework import EvalContext, ScoreResult
+from engine.cluster.framework import CandidateIndependent, EvalContext, ScoreResult
 
 __all__ = ["SteadyPrioritizer"]
 
 
-class SteadyPrioritizer:
+class SteadyPrioritizer(CandidateIndependent):
     """100 for clusters in the placement's current decisions, else 0."""
 
     NAME: ClassVar[str] = "Steady"
-    RELATIVE: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

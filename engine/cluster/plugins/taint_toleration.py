@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import filterfalse
 from typing import ClassVar
 
 from engine.cluster.framework import EvalContext, FilterResult
 from engine.cluster.status import PluginStatus
+from engine.cluster.views import InventoryView
 from topics.inventory import Taint
 from topics.placement import Toleration
 
@@ -72,6 +74,37 @@ def taint_outcome(
     return True, tuple(expiries)
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcomes:
+    """The taint filter's answer for one toleration list at one instant, over every tainted cluster."""
+
+    failed: frozenset[str]
+    """Fail whether held or not."""
+    failed_if_new: frozenset[str]
+    """Fail unless held (an untolerated NoSelectIfNew taint)."""
+    expiries: dict[str, tuple[tuple[datetime, ...], tuple[datetime, ...]]]
+    """(when held, when new): when its tolerations run out, for the clusters that pass on a timer."""
+
+
+def _outcomes(view: InventoryView, tolerations: Sequence[Toleration], now: datetime) -> _Outcomes:
+    failed: set[str] = set()
+    failed_if_new: set[str] = set()
+    expiries: dict[str, tuple[tuple[datetime, ...], tuple[datetime, ...]]] = {}
+    taints_of = view.inventory.taints_of
+    for name in view.tainted():
+        taints = taints_of(name)
+        held = taint_outcome(taints, tolerations, now, held=True)
+        new = taint_outcome(taints, tolerations, now, held=False)
+        if not held[0]:
+            failed.add(name)
+            continue
+        if not new[0]:
+            failed_if_new.add(name)
+        if held[1] or new[1]:
+            expiries[name] = (held[1], new[1])
+    return _Outcomes(frozenset(failed), frozenset(failed_if_new), expiries)
+
+
 class TaintTolerationFilter:
     """Removes clusters with a taint the placement does not tolerate."""
 
@@ -85,17 +118,14 @@ class TaintTolerationFilter:
         problem = _validate(tolerations)
         if problem is not None:
             return FilterResult([], PluginStatus.misconfigured(self.NAME, problem))
-        inventory, now, current = ctx.inventory, ctx.now, ctx.current
-        tainted = ctx.view.tainted().intersection(candidates)
-        if not tainted:
-            return FilterResult(list(candidates))
-        failed: set[str] = set()
-        due: list[datetime] = []
-        for name in tainted:  # only the few tainted candidates are looked at
-            ok, expiries = taint_outcome(inventory.taints_of(name), tolerations, now, held=name in current)
-            if ok:
-                due.extend(expiries)
-            else:
-                failed.add(name)
+        view, now, current = ctx.view, ctx.now, ctx.current
+        # every placement with the same tolerations sees the same outcomes in one inventory version
+        outcomes = view.memo((self.NAME, tuple(tolerations), now), lambda: _outcomes(view, tolerations, now))
+        failed = outcomes.failed.union(filterfalse(current.__contains__, outcomes.failed_if_new))
         passed = list(filterfalse(failed.__contains__, candidates)) if failed else list(candidates)
+        if not outcomes.expiries:
+            return FilterResult(passed)
+        due: list[datetime] = []
+        for name in outcomes.expiries.keys() & set(passed):
+            due.extend(outcomes.expiries[name][0 if name in current else 1])
         return FilterResult(passed, due=tuple(due))

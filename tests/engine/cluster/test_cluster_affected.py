@@ -106,11 +106,11 @@ CASES = [
     (_relabel("b", env="prod"), keys("cel", "dev", "prod")),
     # a gains the us claim: us can now see it; prod keeps passing it
     (_relabel("a", {"region": "us"}, env="prod"), keys("cel", "us")),
-    # a NoSelect taint on c: placements that held c and do not tolerate it, the one whose toleration expires, and
-    # first-by-cpu, whose CPU scores are normalised over the candidates c leaves; first did not hold c: unchanged
-    (_taint("c"), keys("all", "cel", "cpu", "dev", "first-by-cpu", "for-a-while")),
-    # a PreferNoSelect taint filters nothing and starts no toleration clock: only CEL
-    (_taint("c", "PreferNoSelect"), keys("cel")),
+    # a NoSelect taint on c: placements that held c and do not tolerate it, and the one whose toleration expires;
+    # first and first-by-cpu did not hold c, and c reports no CPU, so it moves no CPU score: unchanged
+    (_taint("c"), keys("all", "cel", "cpu", "dev", "for-a-while")),
+    # a PreferNoSelect taint filters nothing and starts no toleration clock; CEL does not read the taints topic
+    (_taint("c", "PreferNoSelect"), keys()),
     # c's allocatable CPU changes: a scoring input, so every placement that passes it
     (_allocatable("c", "8"), keys(*EVERYONE, "cel", "dev")),
     # b moves to another set: membership changed, so every placement the sets reach (spec L2)
@@ -148,5 +148,73 @@ def test_skipped_placements_would_have_decided_the_same(change: Any) -> None:
     driver.change(change(driver.inventory))
     published = len(driver.published)
     for key in keys(*PLACEMENTS):
+        driver.decide(key)
+    assert len(driver.published) == published
+
+
+# --- a candidate that leaves: only the ends of a normalised range and expired AddOn scores matter ---------------
+RANGE_PLACEMENTS: dict[str, dict[str, Any]] = {
+    "top-cpu": {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [{"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}}],
+        },
+    },
+    "bottom-cpu": {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [{"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}, "weight": -1}],
+        },
+    },
+    "addon": {
+        "numberOfClusters": 1,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [
+                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "load", "scoreName": "free"}}}
+            ],
+        },
+    },
+}
+
+
+def _range_driver() -> Driver:
+    """CPU 64 (a), 16 (b, c), 4 (d, e): top-cpu holds a, bottom-cpu holds d; addon holds a, b's score expired."""
+    cpu = {"a": "64", "b": "16", "c": "16", "d": "4", "e": "4"}
+    world = one_set_world(*(a_cluster(name).with_resources({"cpu": value}) for name, value in cpu.items()))
+    world.with_score("a", "load", {"free": 50}).with_score("b", "load", {"free": 90}, "2021-12-31T00:00:00Z")
+    driver = Driver(world)
+    for name, spec in RANGE_PLACEMENTS.items():
+        driver.apply(a_placement(spec, name=name))
+    return driver
+
+
+RANGE_CASES = [
+    # b sits inside the CPU range; its expired score is named in addon's Warning
+    (["b"], [keys("addon")]),
+    # c is inside the range and has no score
+    (["c"], [keys()]),
+    # d leaves the low end, but e is still there: only its holder
+    (["d"], [keys("bottom-cpu")]),
+    # then e, the last at the low end, leaves: every CPU score moves
+    (["d", "e"], [keys("bottom-cpu"), keys("bottom-cpu", "top-cpu")]),
+    # a is alone at the high end, and held by top-cpu and addon
+    (["a"], [keys("addon", "bottom-cpu", "top-cpu")]),
+]
+
+
+@pytest.mark.parametrize(("tainted", "expected"), RANGE_CASES, ids=["b", "c", "d", "d-then-e", "a"])
+def test_a_leaving_candidate_re_decides_only_where_it_moves_the_others(
+    tainted: list[str], expected: list[list[str]]
+) -> None:
+    driver = _range_driver()
+    assert driver.states[keys("top-cpu")[0]].current() == {"a"}
+    assert driver.states[keys("bottom-cpu")[0]].current() == {"d"}
+    steps = [driver.change(_taint(name)(driver.inventory)) for name in tainted]
+    assert steps == expected
+    published = len(driver.published)
+    for key in keys(*RANGE_PLACEMENTS):  # the narrowing is safe: re-deciding everything publishes nothing more
         driver.decide(key)
     assert len(driver.published) == published

@@ -1,0 +1,58 @@
+"""DecisionCounts: the maximum (and the maximum without one placement) stays right through small changes kept
+step by step and large ones that rebuild the tally."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from engine.cluster.indexes import DecisionCounts
+
+CLUSTERS = [f"c{i}" for i in range(12)]
+
+
+def _brute_top(decisions: dict[int, frozenset[str]]) -> tuple[int, int]:
+    counts = Counter(name for decided in decisions.values() for name in decided)
+    highest = max(counts.values(), default=0)
+    return highest, sum(1 for value in counts.values() if value == highest) if highest else 0
+
+
+def _brute_without(decisions: dict[int, frozenset[str]], key: int) -> int:
+    counts = Counter(name for other, decided in decisions.items() if other != key for name in decided)
+    return max(counts.values(), default=0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("largest", [1, 3, 12], ids=["one-cluster", "few", "whole-fleet"])
+def test_decision_counts_match_a_recount_after_every_change(seed: int, largest: int) -> None:
+    rng = random.Random(seed)
+    counts = DecisionCounts()
+    decisions: dict[int, frozenset[str]] = {}
+    for _ in range(300):
+        key = rng.randrange(10)
+        old = decisions.get(key, frozenset())
+        new = frozenset(rng.sample(CLUSTERS, rng.randint(0, largest)))
+        counts.replace(old, new)
+        decisions[key] = new
+        if rng.random() < 0.5:  # reads interleave with changes, as Balance evaluations do
+            assert counts.top() == _brute_top(decisions)
+            probe = rng.randrange(10)
+            assert counts.max_without(decisions.get(probe, frozenset())) == _brute_without(decisions, probe)
+    assert counts.top() == _brute_top(decisions)
+
+
+def test_decision_counts_drop_the_top_one_holder_at_a_time() -> None:
+    """The most-held cluster leaving decision after decision: the maximum follows it down, then stops at the
+    next cluster's count."""
+    counts = DecisionCounts()
+    decisions = [frozenset({"x", "y"}) if i < 3 else frozenset({"x"}) for i in range(6)]
+    for decided in decisions:
+        counts.replace(frozenset(), decided)
+    assert counts.top() == (6, 1)
+    seen = []
+    for decided in decisions:
+        counts.replace(decided, decided - {"x"})
+        seen.append(counts.top())
+    assert seen == [(5, 1), (4, 1), (3, 2), (3, 1), (3, 1), (3, 1)]
