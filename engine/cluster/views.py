@@ -14,9 +14,8 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
 
 from engine.cluster.cel_env import CelProgram, make_functions
-from engine.cluster.compiled import CompiledPlacement, PredicateKey
 from engine.cluster.quantity import parse_quantity
-from engine.cluster.selectors import EVERYTHING, Selector, SelectorError, compile_label_selector, matches
+from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
 from engine.inventory import Inventory
 from topics.inventory import ManagedCluster, ManagedClusterSet
 
@@ -84,7 +83,6 @@ class InventoryView:
         self._bound: dict[str, tuple[str, ...]] | None = None
         self._available: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._names: frozenset[str] | None = None
-        self._predicates: dict[PredicateKey, frozenset[str]] = {}
         self._memo: dict[Hashable, Any] = {}
 
     def fresh(self) -> bool:
@@ -208,35 +206,6 @@ class InventoryView:
         if self._names is None:
             self._names = frozenset(c.metadata.name for c in self.inventory.clusters())
         return self._names
-
-    def predicate_matches(self, compiled: CompiledPlacement) -> frozenset[str]:
-        """Every cluster that matches at least one of the predicates (ORed; label AND claim AND CEL within one).
-
-        Computed once per view and predicate list over the whole inventory: thousands of placements share a
-        handful of predicate lists, and a filter then only has to keep its candidates that are in the set.
-        """
-        key = compiled.predicate_key
-        cached = self._predicates.get(key)
-        if cached is not None:
-            return cached
-        remaining = self.names()
-        matched: set[str] = set()
-        for selector in compiled.predicates:
-            pool = remaining
-            if selector.labels != EVERYTHING:
-                pool = pool & self.selected("label", selector.labels)
-            if selector.claims != EVERYTHING:
-                pool = pool & self.selected("claim", selector.claims)
-            if selector.cel and pool:
-                program = CelProgram(selector.cel, self.cel_activation())
-                text, pure = selector.cel_key, selector.cel_pure
-                pool = frozenset(name for name in pool if self.cel_matches((text, name), pure, program))
-            matched |= pool
-            remaining -= pool
-            if not remaining:
-                break
-        cached = self._predicates[key] = frozenset(matched)
-        return cached
 
     # --- CEL -------------------------------------------------------------------------------------
     def cel_document(self, name: str) -> Any:

@@ -4,10 +4,35 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from engine.cluster.cel_env import CelProgram
+from engine.cluster.compiled import CompiledSelector
 from engine.cluster.framework import EvalContext, FilterResult
+from engine.cluster.selectors import EVERYTHING
 from engine.cluster.status import PluginStatus
+from engine.cluster.views import InventoryView
 
 __all__ = ["PredicateFilter"]
+
+
+def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...]) -> frozenset[str]:
+    """Every cluster of the inventory that matches at least one predicate."""
+    remaining = view.names()
+    matched: set[str] = set()
+    for selector in predicates:
+        pool = remaining
+        if selector.labels != EVERYTHING:
+            pool = pool & view.selected("label", selector.labels)
+        if selector.claims != EVERYTHING:
+            pool = pool & view.selected("claim", selector.claims)
+        if selector.cel and pool:
+            program = CelProgram(selector.cel, view.cel_activation())
+            text, pure = selector.cel_key, selector.cel_pure
+            pool = frozenset(name for name in pool if view.cel_matches((text, name), pure, program))
+        matched |= pool
+        remaining -= pool
+        if not remaining:
+            break
+    return frozenset(matched)
 
 
 class PredicateFilter:
@@ -24,5 +49,8 @@ class PredicateFilter:
             return FilterResult([], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
         if not ctx.placement.spec.predicates:
             return FilterResult(list(candidates))
-        matched = ctx.view.predicate_matches(compiled)
+        # thousands of placements share a handful of predicate lists: match each once per inventory version,
+        # over the whole inventory, and keep the candidates in the set
+        view = ctx.view
+        matched = view.memo((self.NAME, compiled.predicate_key), lambda: _matching(view, compiled.predicates))
         return FilterResult(list(filter(matched.__contains__, candidates)))

@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
 from typing import ClassVar
 
-from engine.cluster.framework import EvalContext, ScoreResult, ValueRange
-from engine.cluster.plugins.resource import resource_leaving_matters, resource_scores
-from engine.cluster.views import InventoryView
+from engine.cluster.plugins.resource import ResourceAllocatablePrioritizer
 
 __all__ = ["ResourceAllocatableCPUPrioritizer"]
 
 
-class ResourceAllocatableCPUPrioritizer:
-    """Scores `status.allocatable.cpu` between -100 and 100."""
+class ResourceAllocatableCPUPrioritizer(ResourceAllocatablePrioritizer):
+    """Scores `status.allocatable.cpu`."""
 
     NAME: ClassVar[str] = "ResourceAllocatableCPU"
-
-    @property
-    def name(self) -> str:
-        """F9 name."""
-        return self.NAME
-
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
-        """Only clusters reporting both allocatable and capacity cpu are scored."""
-        return resource_scores(ctx, candidates, "cpu")
-
-    def leaving_matters(
-        self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None
-    ) -> bool:
-        """Scores are normalised over the candidates: only a departure from either end of the range moves them."""
-        return resource_leaving_matters(view, cluster, "cpu", ranges, self.NAME)
+    RESOURCE: ClassVar[str] = "cpu"

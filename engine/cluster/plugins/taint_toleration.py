@@ -126,6 +126,6 @@ class TaintTolerationFilter:
         if not outcomes.expiries:
             return FilterResult(passed)
         due: list[datetime] = []
-        for name in outcomes.expiries.keys() & set(passed):
+        for name in filter(outcomes.expiries.__contains__, passed):
             due.extend(outcomes.expiries[name][0 if name in current else 1])
         return FilterResult(passed, due=tuple(due))
