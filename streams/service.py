@@ -1,23 +1,24 @@
 """The Kafka processor: global tables, the consumer group, per-task transactions, timers and reloads.
 
-Per batch: consumed inventory and subject records go through the pure Runtime, then each task's outputs,
-changelog entries and consumed offsets are committed in one transaction of that task's producer.
+Per batch: consumed inventory and subject records go through the pure Runtime, and each task's outputs,
+changelog entries and consumed offsets are committed in one transaction of that task's producer. The outputs
+are sent into the open transactions chunk by chunk while the runtime is still deciding.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from aiokafka.errors import KafkaError
 
 from engine.core import SubjectEngine
 from engine.errors import InvalidStateError
@@ -28,6 +29,7 @@ from streams.kafka.admin import ensure_topics
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader, read_to_end, seek_to_start
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
+from streams.kafka.transactions import TaskTransactions, let_producers_send
 from streams.memory import tune_garbage_collector
 from streams.metrics import Metrics
 from streams.queueconfig import QueueConfigFile
@@ -247,8 +249,7 @@ class Processor:
         restorer.assign([changelog])
         await read_to_end(restorer, [changelog], self._restore_chunk)
         self.metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
-        outputs = runtime.redecide(self._keys_of(partition), _utcnow())
-        await self._publish(outputs, {})
+        await self._publish(runtime.redecide_chunks(self._keys_of(partition), _utcnow()), {})
 
     def _restore_chunk(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
         runtime = self._require_runtime()
@@ -304,20 +305,16 @@ class Processor:
         runtime = self._require_runtime()
         records = [r for batch in inventory.values() for r in batch] + [r for b in subjects.values() for r in b]
         now = _utcnow()
-        started = time.perf_counter()
         if records and self.first_batch_at is None:
-            self.first_batch_at = started
-        outputs = runtime.process(self._inputs(records), now) if records else []
-        outputs += runtime.fire_timers(now)
-        if records:
-            self.metrics.decision_latency.observe(time.perf_counter() - started)
+            self.first_batch_at = time.perf_counter()
+        chunks = self._engine_timed(runtime.process_chunks(self._inputs(records), now)) if records else iter(())
         offsets: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
         for tp, batch in subjects.items():
             if batch:
                 offsets[tp.partition][tp] = batch[-1].offset + 1
         for topic, count in Counter(record.topic for record in records).items():
             self.metrics.consumed.labels(topic).inc(count)
-        await self._publish(outputs, offsets)
+        await self._publish(itertools.chain(chunks, runtime.fire_timer_chunks(now)), offsets)
         committed_at = time.time() * 1000
         for batch in subjects.values():
             for record in batch:
@@ -342,39 +339,37 @@ class Processor:
             for r in records
         ]
 
-    async def _publish(self, outputs: list[OutputRecord], offsets: dict[int, dict[TopicPartition, int]]) -> None:
-        """Commit each task's records and offsets atomically; records bound to no task go out plainly."""
-        by_task: dict[int, list[OutputRecord]] = defaultdict(list)
-        loose: list[OutputRecord] = []
-        owned = self._tasks.owned
-        for record in outputs:
-            task = record.partition
-            if task is None and record.subject is not None:
-                task = self._task_of(record.subject)
-            (by_task[task] if task is not None and task in owned else loose).append(record)
-        # one task after the other: committing them concurrently measured slower and with twice the latency
-        for task in sorted(set(by_task) | set(offsets)):
-            if task in owned and not await self._commit(task, by_task.get(task, []), offsets.get(task, {})):
-                await self._take_task(task)
-        if loose:
-            await self._send_all(self._require(self._loose), loose)
-            self._count(loose)
-
-    async def _commit(self, task: int, records: list[OutputRecord], offsets: dict[TopicPartition, int]) -> bool:
-        """One task's records and consumed offsets in one transaction; False when it was aborted."""
-        producer = self._tasks.get(task)
-        try:
-            async with producer.transaction():
-                if offsets:
-                    await producer.send_offsets_to_transaction(offsets, self.settings.kafka.group_id)
-                await self._send_all(producer, records)
-        except KafkaError:
+    async def _publish(
+        self, chunks: Iterable[list[OutputRecord]], offsets: dict[int, dict[TopicPartition, int]]
+    ) -> None:
+        """Commit each task's records and offsets atomically, sending each chunk as the runtime hands it over;
+        records bound to no task go out plainly. The chunks are always exhausted: the runtime's state moves on
+        with them, and a task whose transaction failed is restored from Kafka afterwards."""
+        transactions = TaskTransactions(self._tasks, self._names.name, self._task_of, self.settings.kafka.group_id)
+        for chunk in chunks:
+            await transactions.send(chunk)
+            await let_producers_send()
+        for records in (await transactions.commit(offsets)).values():
+            self.metrics.transactions.labels("committed").inc()
+            self._count(records)
+        for task in sorted(transactions.failed):
             self.metrics.transactions.labels("aborted").inc()
-            log.exception("transaction failed; restoring the task from Kafka", extra={"task": task})
-            return False
-        self.metrics.transactions.labels("committed").inc()
-        self._count(records)
-        return True
+            await self._take_task(task)
+        if transactions.loose:
+            await self._send_all(self._require(self._loose), transactions.loose)
+            self._count(transactions.loose)
+
+    def _engine_timed(self, chunks: Iterator[list[OutputRecord]]) -> Iterator[list[OutputRecord]]:
+        """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
+        spent = 0.0
+        while True:
+            started = time.perf_counter()
+            chunk = next(chunks, None)
+            spent += time.perf_counter() - started
+            if chunk is None:
+                break
+            yield chunk
+        self.metrics.decision_latency.observe(spent)
 
     async def _send_all(self, producer: AIOKafkaProducer, records: list[OutputRecord]) -> None:
         await send_records(producer, records, self._names.name, self._task_of)
@@ -398,7 +393,7 @@ class Processor:
             log.error("queue configuration rejected", extra={"path": str(self._queue_file.path), "error": reload.error})
         else:
             log.info("queue configuration reloaded", extra={"sha256": reload.sha256})
-        await self._publish(outputs, {})
+        await self._publish([outputs], {})
 
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
         for tp in consumer.assignment():

@@ -8,6 +8,7 @@ expression; a stopped evaluation, like any runtime error, means "no match".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from engine.cluster.cel_functions import EXTENSION_FUNCTIONS
 from engine.inventory import Inventory
 
 __all__ = [
+    "CLUSTER_VARIABLE",
     "EXPRESSION_LIMIT",
     "PER_CLUSTER_LIMIT",
     "CelCompileError",
@@ -60,6 +62,7 @@ _COSTLY = frozenset(
 )  # fmt: skip
 
 _ENV = celpy.Environment()
+CLUSTER_VARIABLE = "managedCluster"
 
 
 class CelCompileError(ValueError):
@@ -77,6 +80,9 @@ class CompiledExpression:
     text: str
     ast: lark.Tree[lark.Token]
     score_names: frozenset[str] | None
+    reads: tuple[tuple[str, ...], ...] | None = None
+    """The fixed `managedCluster` paths the expression reads, when it reads the cluster through nothing else:
+    its outcome is then a function of the values at those paths (None: of the whole cluster)."""
 
 
 def _called(tree: lark.Tree[lark.Token]) -> Iterator[tuple[str, lark.Token, lark.Tree[lark.Token]]]:
@@ -96,16 +102,56 @@ def _string_literal(node: lark.Tree[lark.Token]) -> str | None:
     args = [c for c in node.children if isinstance(c, lark.Tree) and c.data == "exprlist"]
     if len(args) != 1 or len(args[0].children) != 1:
         return None
-    current: Any = args[0].children[0]
-    while isinstance(current, lark.Tree) and len(current.children) == 1:
-        current = current.children[0]
-    if isinstance(current, lark.Token) and current.type in ("STRING_LIT", "MLSTRING_LIT"):
-        return str(celstr(current))
+    return _literal(args[0].children[0])
+
+
+def _literal(node: Any) -> str | None:
+    """The value of an expression that is a plain string literal, else None."""
+    while isinstance(node, lark.Tree) and len(node.children) == 1:
+        node = node.children[0]
+    if isinstance(node, lark.Token) and node.type in ("STRING_LIT", "MLSTRING_LIT"):
+        return str(celstr(node))
     return None
 
 
+def _path(member: lark.Tree[lark.Token]) -> tuple[str, ...] | None:
+    """The fixed path a `member` node reads from `managedCluster` (() for the bare variable), else None."""
+    node = member.children[0]
+    if not isinstance(node, lark.Tree):
+        return None
+    if node.data == "primary":
+        ident = node.children[0]
+        is_cluster = isinstance(ident, lark.Tree) and ident.data == "ident" and ident.children[0] == CLUSTER_VARIABLE
+        return () if is_cluster else None
+    if node.data not in ("member_dot", "member_index"):
+        return None
+    base, step = node.children
+    assert isinstance(base, lark.Tree)
+    field = str(step) if node.data == "member_dot" else _literal(step)
+    path = _path(base)
+    return None if path is None or field is None else (*path, field)
+
+
+def _reads(ast: lark.Tree[lark.Token]) -> tuple[tuple[str, ...], ...] | None:
+    """The maximal fixed paths through which `ast` reads `managedCluster`, or None when it also uses the
+    variable otherwise (bare, as a function argument, or through a computed index of the whole cluster)."""
+    paths: list[tuple[str, ...]] = []
+    pending = [ast]
+    while pending:
+        node = pending.pop()
+        path = _path(node) if node.data == "member" else None
+        if path:
+            paths.append(path)
+            continue
+        pending.extend(child for child in node.children if isinstance(child, lark.Tree))
+    uses = sum(1 for node in ast.iter_subtrees() if node.data == "ident" and node.children[0] == CLUSTER_VARIABLE)
+    return tuple(sorted(set(paths))) if uses == len(paths) else None
+
+
+@functools.lru_cache(maxsize=4096)
 def compile_expression(text: str) -> CompiledExpression:
-    """Parse and check one expression; raises CelCompileError with cel-go style issues."""
+    """Parse and check one expression; raises CelCompileError with cel-go style issues. A fleet's placements
+    share a few expressions, and parsing one costs about a millisecond, so results are kept by text."""
     try:
         ast = _ENV.compile(text)
     except CELParseError as exc:
@@ -128,7 +174,7 @@ def compile_expression(text: str) -> CompiledExpression:
                 names.add(literal)
     if issues:
         raise CelCompileError("\n".join(issues))
-    return CompiledExpression(text, ast, None if any_name else frozenset(names))
+    return CompiledExpression(text, ast, None if any_name else frozenset(names), _reads(ast))
 
 
 class _Budget:
@@ -194,7 +240,7 @@ class CelProgram:
     def matches(self, cluster: Any) -> bool:
         """True when every expression returns true; any error or a stopped evaluation is False."""
         budget = _Budget()
-        context = {"managedCluster": cluster}
+        context = {CLUSTER_VARIABLE: cluster}
         for expression in self._expressions:
             budget.expression = 0
             try:

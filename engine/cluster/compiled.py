@@ -26,6 +26,8 @@ class CompiledSelector:
     cel_key: str
     cel_pure: bool = True
     """No expression calls `scores()`: the CEL outcome depends on the ManagedCluster object alone."""
+    cel_reads: tuple[tuple[str, ...], ...] | None = None
+    """For pure expressions that read the cluster through fixed paths only: those paths (see `cel_env`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,9 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
             else:
                 names |= expression.score_names
         pure = all(e.score_names is not None and not e.score_names for e in expressions)
-        predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts), pure))
+        reads = [e.reads for e in expressions]
+        fixed = None if not pure or None in reads else tuple(sorted({p for paths in reads if paths for p in paths}))
+        predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts), pure, fixed))
     groups: list[CompiledSelector] = []
     group_error: str | None = None
     for group in placement.spec.decision_strategy.group_strategy.decision_groups:

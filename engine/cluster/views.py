@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
+import orjson
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
@@ -61,15 +62,46 @@ def cluster_document(cluster: ManagedCluster) -> dict[str, Any]:
     return pruned
 
 
+_CEL_VALUES_KEPT = 100_000
+"""Outcomes by path values are kept across versions until there are this many (then started afresh)."""
+
+
+def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> bytes:
+    """What an expression reading `paths` can see of a document: per path the value, or where the walk stopped
+    and why (a missing key, or a value that is not a map, in full), since `has()` tells those apart."""
+    seen: list[Any] = []
+    for path in paths:
+        current: Any = document
+        for depth, field in enumerate(path):
+            if not isinstance(current, dict):
+                current = ("not a map", depth, current)
+                break
+            if field not in current:
+                current = ("missing", depth)
+                break
+            current = current[field]
+        else:
+            current = ("value", current)
+        seen.append(current)
+    return orjson.dumps(seen)
+
+
 class InventoryView:
     """Read-through caches over one inventory; everything is dropped when the version moves."""
 
     def __init__(self, inventory: Inventory, previous: InventoryView | None = None) -> None:
         self.inventory = inventory
         self.version = inventory.version
+        same = previous is not None and previous.inventory is inventory
         self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, bool]] = (
-            previous._cel_by_object if previous is not None and previous.inventory is inventory else {}
+            previous._cel_by_object if previous is not None and same else {}
         )
+        self._cel_by_values: dict[tuple[str, bytes], bool] = (
+            previous._cel_by_values
+            if previous is not None and same and len(previous._cel_by_values) < _CEL_VALUES_KEPT
+            else {}
+        )
+        self._documents: dict[str, dict[str, Any]] = {}
         self._members: dict[str, frozenset[str]] = {}
         self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
         self._claims: dict[str, dict[str, str]] = {}
@@ -208,13 +240,21 @@ class InventoryView:
         return self._names
 
     # --- CEL -------------------------------------------------------------------------------------
+    def document(self, name: str) -> dict[str, Any]:
+        """A cluster's API document (empty for an unknown cluster)."""
+        doc = self._documents.get(name)
+        if doc is None:
+            cluster = self.inventory.cluster(name)
+            doc = self._documents[name] = cluster_document(cluster) if cluster is not None else {}
+        return doc
+
     def cel_document(self, name: str) -> Any:
         """The `managedCluster` CEL value of a cluster."""
         doc = self._cel_docs.get(name)
         if doc is None:
-            cluster = self.inventory.cluster(name)
-            doc = json_to_cel(cluster_document(cluster)) if cluster is not None else celtypes.MapType({})
-            self._cel_docs[name] = doc
+            doc = self._cel_docs[name] = (
+                json_to_cel(self.document(name)) if self.document(name) else celtypes.MapType({})
+            )
         return doc
 
     def cel_activation(self) -> Activation:
@@ -223,12 +263,16 @@ class InventoryView:
             self._activation = Activation(functions=make_functions(self.inventory))
         return self._activation
 
-    def cel_matches(self, key: tuple[str, str], pure: bool, program: CelProgram) -> bool:
+    def cel_matches(
+        self, key: tuple[str, str], pure: bool, program: CelProgram, reads: tuple[tuple[str, ...], ...] | None = None
+    ) -> bool:
         """The outcome of a selector's expressions (`key`: their text, cluster name), evaluated once.
 
         `scores()`-free (`pure`) outcomes are kept against the cluster object they were computed on, across
         inventory versions, so one changed cluster or taint does not re-run every expression on every cluster;
-        the others depend on scores too and are kept for this version only.
+        the others depend on scores too and are kept for this version only. When the expressions read the
+        cluster through fixed paths only (`reads`), an outcome also serves every cluster with the same values
+        at those paths: a fleet has few distinct label values, and cel-python costs about 0.3 ms per run.
         """
         name = key[1]
         if not pure:
@@ -240,7 +284,14 @@ class InventoryView:
         entry = self._cel_by_object.get(key)
         if entry is not None and entry[0] is cluster:
             return entry[1]
-        result = program.matches(self.cel_document(name))
+        if reads is None or cluster is None:
+            result = program.matches(self.cel_document(name))
+        else:
+            values = (key[0], _values_at(self.document(name), reads))
+            found = self._cel_by_values.get(values)
+            if found is None:
+                found = self._cel_by_values[values] = program.matches(self.cel_document(name))
+            result = found
         if cluster is not None:
             self._cel_by_object[key] = (cluster, result)
         return result

@@ -3,7 +3,8 @@
 One call is one batch: inputs are applied in order, every subject they touched is decided once at the end
 (in key order, so the result does not depend on arrival order within the batch), and changelog entries are
 written for each subject whose state changed: the whole state, or for a `PartedStateEngine` only the parts
-that changed.
+that changed. The `*_chunks` forms hand the outputs over every `DECIDE_CHUNK` decided subjects, so the service
+can put the first decisions on the wire while later ones are still being decided.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,7 +38,11 @@ from topics.errors import ContractError, DecodeError
 from topics.names import TopicRole
 from topics.queue import QueueConfigRejected
 
-__all__ = ["Runtime"]
+__all__ = ["DECIDE_CHUNK", "Runtime"]
+
+DECIDE_CHUNK = 64
+"""Subjects decided between two hand-overs: a re-decision of thousands of large cluster placements is sent
+while it runs, and a hand-over (a slice of a list) costs nothing next to 64 decisions."""
 
 _ID_NAMESPACE = uuid.UUID("6f1c0f4e-3b5a-4f7e-9d62-2b8f4c1a7e55")
 _CE_HEADERS = (("content-type", CONTENT_TYPE.encode()),)
@@ -53,9 +58,17 @@ class _Batch:
         self.outputs: list[OutputRecord] = []
         self.dirty: set[str] = set()
         self.touched: set[str] = set()
+        self.events = 0
 
     def next_id(self) -> str:
-        return str(uuid.uuid5(_ID_NAMESPACE, f"{self.seed}/{len(self.outputs)}"))
+        """Numbered by event, not by output record, so where changelog entries fall does not move the ids."""
+        self.events += 1
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{self.seed}/{self.events - 1}"))
+
+    def hand_over(self) -> list[OutputRecord]:
+        """The outputs added since the last hand-over; the batch keeps none of them."""
+        new, self.outputs = self.outputs, []
+        return new
 
 
 class Runtime:
@@ -117,6 +130,10 @@ class Runtime:
     # --- batches ----------------------------------------------------------------------------------
     def process(self, records: Sequence[InputRecord], now: datetime) -> list[OutputRecord]:
         """Apply a batch of consumed records (inventory and subject records, in order)."""
+        return _joined(self.process_chunks(records, now))
+
+    def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[list[OutputRecord]]:
+        """`process`, handing the outputs over in chunks; the batch is only complete once exhausted."""
         batch = _Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
         ctx = self.context(now)
         changes: list[InventoryChange] = []
@@ -131,22 +148,28 @@ class Runtime:
         if changes:
             for engine in self._engines.values():
                 batch.dirty.update(k for k in engine.affected_by(changes, ctx) if k in self.states)
-        return self._finish(batch, ctx)
+        yield from self._finish(batch, ctx)
 
     def fire_timers(self, now: datetime) -> list[OutputRecord]:
         """Run every timer due at `now`, earliest first, each at its own instant."""
-        outputs: list[OutputRecord] = []
+        return _joined(self.fire_timer_chunks(now))
+
+    def fire_timer_chunks(self, now: datetime) -> Iterator[list[OutputRecord]]:
+        """`fire_timers`, handing over each timer's outputs as it runs."""
         while (due := self.next_timer()) is not None and due <= now:
             key = heapq.heappop(self._timers)[1]
             del self._due[key]
             batch = _Batch(f"timer|{key}|{due.isoformat()}")
             ctx = self.context(due)
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
-            outputs += self._finish(batch, ctx)
-        return outputs
+            yield from self._finish(batch, ctx)
 
     def redecide(self, keys: Iterable[str], now: datetime) -> list[OutputRecord]:
         """Decide the given subjects once, e.g. after restore, when the inventory may have moved on."""
+        return _joined(self.redecide_chunks(keys, now))
+
+    def redecide_chunks(self, keys: Iterable[str], now: datetime) -> Iterator[list[OutputRecord]]:
+        """`redecide`, handing the outputs over in chunks."""
         batch = _Batch(f"redecide|{now.isoformat()}")
         batch.dirty.update(k for k in keys if k in self.states)
         return self._finish(batch, self.context(now))
@@ -158,7 +181,7 @@ class Runtime:
         ctx = self.context(now)
         for key in sorted(self.states):
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_config(k, s, c))
-        return self._finish(batch, ctx)
+        return _joined(self._finish(batch, ctx))
 
     def reject_queue_config(self, path: str, error: str, sha256: str, now: datetime) -> list[OutputRecord]:
         """Publish `queueconfig.rejected`; the active configuration stays."""
@@ -271,17 +294,29 @@ class Runtime:
         else:
             batch.dirty.discard(key)
 
-    def _finish(self, batch: _Batch, ctx: EngineContext) -> list[OutputRecord]:
-        for key in sorted(batch.dirty):
-            state = self.states.get(key)
-            if state is None:
-                continue
-            engine = self.engine_for(key)
-            self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+    def _finish(self, batch: _Batch, ctx: EngineContext) -> Iterator[list[OutputRecord]]:
+        """Decide the dirty subjects chunk by chunk, each chunk with its changelog entries, then write the
+        changelog of the other touched subjects. A subject's state is final once decided, so its entry can go."""
+        dirty = sorted(batch.dirty)
         batch.dirty.clear()
+        for start in range(0, len(dirty), DECIDE_CHUNK):
+            chunk = dirty[start : start + DECIDE_CHUNK]
+            for key in chunk:
+                state = self.states.get(key)
+                if state is not None:
+                    engine = self.engine_for(key)
+                    self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+            for key in chunk:
+                if key in batch.touched:
+                    batch.touched.discard(key)
+                    self._write_changelog(batch, key)
+            if batch.outputs:
+                yield batch.hand_over()
         for key in sorted(batch.touched):
             self._write_changelog(batch, key)
-        return batch.outputs
+        batch.touched.clear()
+        if batch.outputs:
+            yield batch.hand_over()
 
     def _emit(self, batch: _Batch, subject: str | None, emit: Emit, now: datetime) -> None:
         key = emit.key or subject
@@ -339,6 +374,10 @@ class Runtime:
                     self._changelog[key] = digest
             record_key = changelog_key(key, part).encode()
             batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
+
+
+def _joined(chunks: Iterable[list[OutputRecord]]) -> list[OutputRecord]:
+    return [record for chunk in chunks for record in chunk]
 
 
 def _digest(value: bytes) -> bytes:

@@ -14,9 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
+from aiokafka import AIOKafkaProducer
 from kafka_support import EXAMPLES, KafkaWorld, event, http_get, running, values, wait_for
 
 from engine.inventory import ObjectKey
+from streams.kafka.tasks import TaskProducers, partition_of
 from streams.replay import Replayer
 from streams.settings import Settings
 
@@ -221,3 +223,35 @@ async def test_replay_and_kafka_publish_the_same_decisions(world: KafkaWorld) ->
         records = await world.collect(topics.decisions, lambda r: len(r) >= len(expected))
     published = [(r.key.decode(), stable(orjson.loads(r.value))) for r in records if r.value is not None]
     assert sorted(map(orjson.dumps, published)) == sorted(map(orjson.dumps, expected))
+
+
+async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(world: KafkaWorld) -> None:
+    topics = world.topics
+
+    def applied(name: str) -> tuple[str, str, dict[str, Any]]:
+        placement = {"metadata": {"name": name, "namespace": "apps"}}
+        return topics.submissions, f"Placement/apps/{name}", event("placement.applied", placement)
+
+    def decided(records: list[Any], name: str) -> list[dict[str, Any]]:
+        return [v for v in values(records, "placement.decided.v1") if v["data"]["name"] == name]
+
+    async with running(world.settings()) as processor:
+        await world.produce([(topics.cluster_status, "ManagedCluster/c1", cluster("c1")), applied("web")])
+        await world.collect(topics.decisions, lambda r: bool(decided(r, "web")))
+        task = partition_of("Placement/apps/db", world.partitions)
+        # a zombie with the task's transactional id bumps the epoch: the processor's producer is fenced
+        zombie = AIOKafkaProducer(
+            bootstrap_servers=world.bootstrap,
+            transactional_id=TaskProducers(world.settings().kafka).transactional_id(task),
+        )
+        await zombie.start()
+        try:
+            await world.produce([applied("db")])
+            records = await world.collect(topics.decisions, lambda r: bool(decided(r, "db")), timeout=60)
+        finally:
+            await zombie.stop()
+        aborted = processor.metrics.registry.get_sample_value("placement_transactions_total", {"outcome": "aborted"})
+        assert processor.ready
+    assert aborted == 1
+    assert len(decided(records, "db")) == 1, "the aborted attempt is invisible to read_committed readers"
+    assert (await world.committed_offsets(topics.submissions))[task] >= 1

@@ -26,8 +26,8 @@ def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...]) -> 
             pool = pool & view.selected("claim", selector.claims)
         if selector.cel and pool:
             program = CelProgram(selector.cel, view.cel_activation())
-            text, pure = selector.cel_key, selector.cel_pure
-            pool = frozenset(name for name in pool if view.cel_matches((text, name), pure, program))
+            text, pure, reads = selector.cel_key, selector.cel_pure, selector.cel_reads
+            pool = frozenset(name for name in pool if view.cel_matches((text, name), pure, program, reads))
         matched |= pool
         remaining -= pool
         if not remaining:

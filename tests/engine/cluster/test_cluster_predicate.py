@@ -11,7 +11,7 @@ from engine.cluster import cel_env
 from engine.cluster.cel_env import CelCompileError, CelProgram, compile_expression
 from engine.cluster.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.selectors import SelectorError, compile_selector, matches
-from engine.cluster.views import InventoryView, cluster_document
+from engine.cluster.views import InventoryView, _values_at, cluster_document
 from topics.k8s import LabelSelectorRequirement
 
 LABELLED = (
@@ -293,3 +293,86 @@ def test_cluster_cel_document_omits_empty_fields() -> None:
     with_values = cluster_document(a_cluster("c2").with_labels(a="b").with_resources({"cpu": "2"}).build())
     assert with_values["metadata"]["labels"] == {"a": "b"}
     assert with_values["status"]["allocatable"] == {"cpu": "2"}
+
+
+@pytest.mark.parametrize(
+    ("expression", "reads"),
+    [
+        ('managedCluster.metadata.labels["tier"] == "gold"', (("metadata", "labels", "tier"),)),
+        ("managedCluster.status.clusterClaims.exists(c, c.value == 'x')", (("status", "clusterClaims"),)),
+        (
+            'managedCluster.metadata.name.startsWith("a") || managedCluster.metadata.labels.env == "b"',
+            (("metadata", "labels", "env"), ("metadata", "name")),
+        ),
+        (
+            "managedCluster.metadata.labels[managedCluster.metadata.name] == 'x'",
+            (("metadata", "labels"), ("metadata", "name")),
+        ),
+        ("has(managedCluster.metadata.labels.env)", (("metadata", "labels", "env"),)),
+        ("'{\"n\": 2}'.parseJSON().n == 2.0", ()),
+        ('managedCluster.scores("a").size() > 0', None),  # the whole cluster is an argument
+        ("managedCluster == {}", None),
+        ("[1].exists(managedCluster, managedCluster == 1)", None),
+    ],
+)
+def test_cluster_cel_fixed_paths_an_expression_reads(expression: str, reads: Any) -> None:
+    assert compile_expression(expression).reads == reads
+
+
+class _CountingProgram(CelProgram):
+    runs = 0
+
+    def matches(self, cluster: Any) -> bool:
+        type(self).runs += 1
+        return super().matches(cluster)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected", "runs"),
+    [
+        # one run per distinct env value (prod, dev, staging, absent), not one per cluster
+        ('managedCluster.metadata.labels.env == "prod"', ["a1", "a2", "a3"], 4),
+        ("!has(managedCluster.metadata.labels.env)", ["b", "d1", "d2"], 4),
+        # two paths: the name tells every cluster apart
+        ('managedCluster.metadata.labels.env == "prod" && managedCluster.metadata.name != "a2"', ["a1", "a3"], 8),
+        # reads the whole cluster: one run per cluster
+        ("managedCluster != {}", ["a1", "a2", "a3", "b", "c", "d1", "d2", "e"], 8),
+    ],
+)
+def test_cluster_cel_outcomes_are_shared_by_clusters_with_the_same_values(
+    expression: str, expected: list[str], runs: int
+) -> None:
+    world = one_set_world(
+        *(a_cluster(f"a{i}").with_labels(env="prod", n=str(i)) for i in (1, 2, 3)),
+        a_cluster("b"),
+        a_cluster("c").with_labels(env="dev"),
+        *(a_cluster(f"d{i}").with_labels(other=str(i)) for i in (1, 2)),
+        a_cluster("e").with_labels(env="staging"),
+    )
+    view = InventoryView(world.inventory())
+    compiled = compile_expression(expression)
+    program = _CountingProgram((compiled,), view.cel_activation())
+    _CountingProgram.runs = 0
+    found = [n for n in sorted(view.names()) if view.cel_matches((expression, n), True, program, compiled.reads)]
+    assert found == expected
+    assert _CountingProgram.runs == runs
+    assert decided(run(world, a_placement(_cel(expression)))) == expected
+
+
+ENV = (("metadata", "labels", "env"),)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ({"metadata": {"labels": {"env": "a", "x": "1"}}}, {"metadata": {"labels": {"env": "a"}}}, True),
+        ({"metadata": {"labels": {"env": "a"}}}, {"metadata": {"labels": {"env": "b"}}}, False),
+        ({"metadata": {"labels": {"x": "1"}}}, {"metadata": {"labels": {"y": "2"}}}, True),  # both lack env
+        ({"metadata": {"labels": {}}}, {"metadata": {}}, False),  # missing key versus missing map
+        ({"metadata": {"labels": "text"}}, {"metadata": {"labels": "other"}}, False),  # not a map: kept in full
+        ({"metadata": {"labels": {"env": True}}}, {"metadata": {"labels": {"env": 1}}}, False),
+        ({"metadata": {"labels": {"env": ["missing", 2]}}}, {"metadata": {"labels": {"x": "1"}}}, False),
+    ],
+)
+def test_cluster_cel_values_at_paths_tell_apart_what_an_expression_can(first: Any, second: Any, same: bool) -> None:
+    assert (_values_at(first, ENV) == _values_at(second, ENV)) is same

@@ -18,6 +18,7 @@ from engine.core import Emit, EngineContext, Step
 from engine.errors import RoutingError
 from engine.inventory import InventoryChange
 from engine.runtime import InputRecord, OutputRecord, Runtime, Stage
+from engine.runtime.processor import DECIDE_CHUNK
 from engine.runtime.routing import changelog_key, split_changelog_key
 from topics.codec import DecodedEvent
 from topics.names import TopicRole
@@ -92,10 +93,11 @@ class CountingEngine:
             self.tracked[key] = state
 
     def dump_state(self, state: Counted) -> dict[str, Any]:
-        return {"placement": state.placement.model_dump(mode="json", by_alias=True), "published": state.published}
+        placement = state.placement.model_dump(mode="json", by_alias=True)
+        return {"placement": placement, "published": state.published, "fired": state.fired}
 
     def load_state(self, raw: Mapping[str, Any]) -> Counted:
-        return Counted(Placement.model_validate(raw["placement"]), raw["published"])
+        return Counted(Placement.model_validate(raw["placement"]), raw["published"], fired=raw["fired"])
 
 
 # --- builders -------------------------------------------------------------------------------------
@@ -283,6 +285,40 @@ def test_output_ids_are_deterministic_per_input(engine: CountingEngine) -> None:
         return [o.value for o in Runtime([CountingEngine()]).process([cluster("c", "a"), placement("p", "a")], T0)]
 
     assert run() == run()
+
+
+def _subjects(chunk: list[OutputRecord], topic: TopicRole) -> list[str | None]:
+    return [o.subject for o in chunk if o.topic is topic]
+
+
+@pytest.mark.parametrize(
+    ("placements", "chunks"),
+    [(1, 1), (DECIDE_CHUNK, 1), (DECIDE_CHUNK + 1, 2), (2 * DECIDE_CHUNK + 5, 3)],
+)
+def test_outputs_are_handed_over_per_chunk_of_decided_subjects(placements: int, chunks: int) -> None:
+    inputs = [cluster("c", "a")] + [placement(f"p{i:04}", "a") for i in range(placements)]
+    handed = list(Runtime([CountingEngine()]).process_chunks(inputs, T0))
+    assert len(handed) == chunks
+    for chunk in handed:  # a chunk carries the changelog of the subjects it decided, after their decisions
+        assert _subjects(chunk, TopicRole.DECISIONS) == _subjects(chunk, TopicRole.CHANGELOG)
+        assert len(_subjects(chunk, TopicRole.DECISIONS)) <= DECIDE_CHUNK
+    whole = Runtime([CountingEngine()]).process(inputs, T0)
+    assert [o.value for chunk in handed for o in chunk] == [o.value for o in whole]
+    assert len(decided(whole)) == placements
+
+
+def test_redecide_and_timers_hand_over_in_chunks(runtime: Runtime) -> None:
+    many = DECIDE_CHUNK + 3
+    first = runtime.process([placement(f"p{i:04}", "a", timerSeconds=5) for i in range(many)], T0)
+    runtime.process([cluster("c", "a")], T0 + timedelta(seconds=1))  # every decision changes
+    fired = list(runtime.fire_timer_chunks(T0 + timedelta(seconds=10)))
+    assert len(fired) == many  # one timer, one batch, one hand-over each
+    assert all(_subjects(c, TopicRole.CHANGELOG) == [c[0].subject] for c in fired)
+    for entry in first:  # as if restored from a changelog written before the cluster came
+        if entry.topic is TopicRole.CHANGELOG:
+            runtime.restore(entry.key.decode(), entry.value)
+    redecided = list(runtime.redecide_chunks(list(runtime.states), T0 + timedelta(seconds=20)))
+    assert [len(_subjects(c, TopicRole.DECISIONS)) for c in redecided] == [DECIDE_CHUNK, 3]
 
 
 @pytest.mark.parametrize(
