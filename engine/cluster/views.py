@@ -10,7 +10,6 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import orjson
-from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
 
@@ -68,7 +67,8 @@ _CEL_VALUES_KEPT = 100_000
 
 def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> bytes:
     """What an expression reading `paths` can see of a document: per path the value, or where the walk stopped
-    and why (a missing key, or a value that is not a map, in full), since `has()` tells those apart."""
+    and why (a missing key, or a value that is not a map, in full): CEL tells those apart, as `has()` on a
+    missing map is an error and on a missing key false."""
     seen: list[Any] = []
     for path in paths:
         current: Any = document
@@ -92,14 +92,12 @@ class InventoryView:
     def __init__(self, inventory: Inventory, previous: InventoryView | None = None) -> None:
         self.inventory = inventory
         self.version = inventory.version
-        same = previous is not None and previous.inventory is inventory
+        kept = previous if previous is not None and previous.inventory is inventory else None
         self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, bool]] = (
-            previous._cel_by_object if previous is not None and same else {}
+            kept._cel_by_object if kept is not None else {}
         )
         self._cel_by_values: dict[tuple[str, bytes], bool] = (
-            previous._cel_by_values
-            if previous is not None and same and len(previous._cel_by_values) < _CEL_VALUES_KEPT
-            else {}
+            kept._cel_by_values if kept is not None and len(kept._cel_by_values) < _CEL_VALUES_KEPT else {}
         )
         self._documents: dict[str, dict[str, Any]] = {}
         self._members: dict[str, frozenset[str]] = {}
@@ -252,9 +250,7 @@ class InventoryView:
         """The `managedCluster` CEL value of a cluster."""
         doc = self._cel_docs.get(name)
         if doc is None:
-            doc = self._cel_docs[name] = (
-                json_to_cel(self.document(name)) if self.document(name) else celtypes.MapType({})
-            )
+            doc = self._cel_docs[name] = json_to_cel(self.document(name))
         return doc
 
     def cel_activation(self) -> Activation:
