@@ -23,7 +23,6 @@ from engine.cluster.cel_functions import EXTENSION_FUNCTIONS
 from engine.inventory import Inventory
 
 __all__ = [
-    "CLUSTER_VARIABLE",
     "EXPRESSION_LIMIT",
     "PER_CLUSTER_LIMIT",
     "CelCompileError",
@@ -62,7 +61,7 @@ _COSTLY = frozenset(
 )  # fmt: skip
 
 _ENV = celpy.Environment()
-CLUSTER_VARIABLE = "managedCluster"
+_CLUSTER_VARIABLE = "managedCluster"
 
 
 class CelCompileError(ValueError):
@@ -121,7 +120,7 @@ def _path(member: lark.Tree[lark.Token]) -> tuple[str, ...] | None:
         return None
     if node.data == "primary":
         ident = node.children[0]
-        is_cluster = isinstance(ident, lark.Tree) and ident.data == "ident" and ident.children[0] == CLUSTER_VARIABLE
+        is_cluster = isinstance(ident, lark.Tree) and ident.data == "ident" and ident.children[0] == _CLUSTER_VARIABLE
         return () if is_cluster else None
     if node.data not in ("member_dot", "member_index"):
         return None
@@ -144,7 +143,7 @@ def _reads(ast: lark.Tree[lark.Token]) -> tuple[tuple[str, ...], ...] | None:
             paths.append(path)
             continue
         pending.extend(child for child in node.children if isinstance(child, lark.Tree))
-    uses = sum(1 for node in ast.iter_subtrees() if node.data == "ident" and node.children[0] == CLUSTER_VARIABLE)
+    uses = sum(1 for node in ast.iter_subtrees() if node.data == "ident" and node.children[0] == _CLUSTER_VARIABLE)
     return tuple(sorted(set(paths))) if uses == len(paths) else None
 
 
@@ -240,7 +239,7 @@ class CelProgram:
     def matches(self, cluster: Any) -> bool:
         """True when every expression returns true; any error or a stopped evaluation is False."""
         budget = _Budget()
-        context = {CLUSTER_VARIABLE: cluster}
+        context = {_CLUSTER_VARIABLE: cluster}
         for expression in self._expressions:
             budget.expression = 0
             try:

@@ -80,7 +80,7 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
                 names |= expression.score_names
         pure = all(e.score_names is not None and not e.score_names for e in expressions)
         reads = [e.reads for e in expressions]
-        fixed = None if not pure or None in reads else tuple(sorted({p for paths in reads if paths for p in paths}))
+        fixed = None if not pure or None in reads else tuple(sorted({p for paths in reads for p in paths or ()}))
         predicates.append(CompiledSelector(labels, claims, expressions, "\x00".join(texts), pure, fixed))
     groups: list[CompiledSelector] = []
     group_error: str | None = None

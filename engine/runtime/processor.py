@@ -42,7 +42,7 @@ __all__ = ["DECIDE_CHUNK", "Runtime"]
 
 DECIDE_CHUNK = 64
 """Subjects decided between two hand-overs: a re-decision of thousands of large cluster placements is sent
-while it runs, and a hand-over (a slice of a list) costs nothing next to 64 decisions."""
+while it runs, and a hand-over (swapping the output list) costs nothing next to 64 decisions."""
 
 _ID_NAMESPACE = uuid.UUID("6f1c0f4e-3b5a-4f7e-9d62-2b8f4c1a7e55")
 _CE_HEADERS = (("content-type", CONTENT_TYPE.encode()),)
@@ -300,14 +300,11 @@ class Runtime:
         dirty = sorted(batch.dirty)
         batch.dirty.clear()
         for start in range(0, len(dirty), DECIDE_CHUNK):
-            chunk = dirty[start : start + DECIDE_CHUNK]
-            for key in chunk:
+            for key in dirty[start : start + DECIDE_CHUNK]:
                 state = self.states.get(key)
                 if state is not None:
                     engine = self.engine_for(key)
                     self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
-            for key in chunk:
-                if key in batch.touched:
                     batch.touched.discard(key)
                     self._write_changelog(batch, key)
             if batch.outputs:

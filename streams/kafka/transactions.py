@@ -122,7 +122,6 @@ class TaskTransactions:
         opened = self._open.pop(task, None)
         if opened is None:
             return
-        opened.sender.discard()
         try:
             await opened.transaction.__aexit__(type(error), error, error.__traceback__)
         except KafkaError:
