@@ -193,11 +193,13 @@ async def _transfer_floor(settings: Settings, partitions: int, records: list[Out
 
 
 async def through_kafka(
-    bootstrap: str, workload: Workload, targets: dict[str, str], heaviest: list[OutputRecord]
+    bootstrap: str, workload: Workload, targets: dict[str, str], heaviest: list[OutputRecord], compression: str
 ) -> dict[str, float | str]:
     run = uuid.uuid4().hex[:8]
     settings = Settings(
-        kafka=KafkaSettings(bootstrap_servers=bootstrap, group_id=f"bench-{run}", task_partitions=3),
+        kafka=KafkaSettings(
+            bootstrap_servers=bootstrap, group_id=f"bench-{run}", task_partitions=3, compression_type=compression
+        ),
         topics=TopicNames.prefixed(f"bench-{run}."),
         http_port=0,
     )
@@ -272,6 +274,12 @@ def main() -> None:
     parser.add_argument("--namespaces", type=int, default=40)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-kafka", action="store_true", help="only the engine phase")
+    parser.add_argument(
+        "--compression",
+        choices=("none", "gzip", "snappy", "lz4", "zstd"),
+        default=KafkaSettings().compression_type,
+        help="the processor's record batch codec (default: the service default)",
+    )
     args = parser.parse_args()
 
     def workload() -> Workload:
@@ -284,7 +292,7 @@ def main() -> None:
 
     async def run() -> dict[str, float | str]:
         with kafka_broker() as bootstrap:
-            return await through_kafka(bootstrap, workload(), targets, heaviest)
+            return await through_kafka(bootstrap, workload(), targets, heaviest, args.compression)
 
     kafka_figures = asyncio.run(run())
     kafka_figures["peak RSS MiB (whole run)"] = round(peak_rss_mib(), 1)

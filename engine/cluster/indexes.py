@@ -5,9 +5,10 @@ Maintained only through `track`; they answer without scanning every placement.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import repeat
 
 __all__ = ["DecisionCounts", "OthersView", "PlacementIndex", "TrackedPlacement"]
 
@@ -130,7 +131,7 @@ class PlacementIndex:
         self.by_namespace: dict[str, set[str]] = {}
         self.by_score: dict[str, set[str]] = {}
         self.any_score: set[str] = set()
-        self.by_cluster: dict[str, set[str]] = {}
+        self.by_cluster: defaultdict[str, set[str]] = defaultdict(set)
         self.counts = DecisionCounts()
 
     def remove(self, key: str) -> None:
@@ -171,8 +172,9 @@ class PlacementIndex:
         else:
             for name in entry.score_names:
                 self.by_score.setdefault(name, set()).add(key)
-        for cluster in entry.decided - kept if kept else entry.decided:
-            self.by_cluster.setdefault(cluster, set()).add(key)
+        # a cold start links a whole decision per placement: a C-level loop, not a Python one
+        added = entry.decided - kept if kept else entry.decided
+        deque(map(set.add, map(self.by_cluster.__getitem__, added), repeat(key)), maxlen=0)
         self.counts.replace(old.decided if old is not None else frozenset(), entry.decided)
 
     def others(self, key: str) -> OthersView:

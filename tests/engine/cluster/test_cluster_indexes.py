@@ -1,5 +1,5 @@
 """DecisionCounts: the maximum (and the maximum without one placement) stays right through small changes kept
-step by step and large ones that rebuild the tally."""
+step by step and large ones that rebuild the tally. PlacementIndex: the placements holding each cluster."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from engine.cluster.indexes import DecisionCounts
+from engine.cluster.indexes import DecisionCounts, PlacementIndex, TrackedPlacement
 
 CLUSTERS = [f"c{i}" for i in range(12)]
 
@@ -56,3 +56,27 @@ def test_decision_counts_drop_the_top_one_holder_at_a_time() -> None:
         counts.replace(decided, decided - {"x"})
         seen.append(counts.top())
     assert seen == [(5, 1), (4, 1), (3, 2), (3, 1), (3, 1), (3, 1)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("largest", [1, 3, 12], ids=["one-cluster", "few", "whole-fleet"])
+def test_placement_index_holders_match_a_recount_after_every_change(seed: int, largest: int) -> None:
+    """by_cluster lists exactly the placements whose tracked decision holds each cluster, with no empty
+    entries left behind, through replacements, removals and re-adds."""
+    rng = random.Random(seed)
+    index = PlacementIndex()
+    decisions: dict[str, frozenset[str]] = {}
+    for _ in range(300):
+        key = f"Placement/ns/p{rng.randrange(10)}"
+        if rng.random() < 0.15:
+            index.remove(key)
+            decisions.pop(key, None)
+        else:
+            decided = frozenset(rng.sample(CLUSTERS, rng.randint(0, largest)))
+            index.put(key, TrackedPlacement("ns", frozenset(), frozenset(), decided))
+            decisions[key] = decided
+        holders: dict[str, set[str]] = {}
+        for holder, decided in decisions.items():
+            for cluster in decided:
+                holders.setdefault(cluster, set()).add(holder)
+        assert dict(index.by_cluster) == holders

@@ -12,7 +12,7 @@ from engine.cluster.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.framework import EvalContext
 from engine.cluster.indexes import PlacementIndex, TrackedPlacement
 from engine.cluster.pipeline import evaluate
-from engine.cluster.plugins.balance import balance_scores
+from engine.cluster.plugins.balance import _weighted_table, balance_scores
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.status import Code
 from engine.cluster.views import InventoryView
@@ -53,6 +53,14 @@ def _addon(resource: str, score: str, weight: int = 1) -> dict[str, Any]:
 )
 def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list[int]) -> None:
     assert list(balance_scores(counts, max_count)) == scores
+
+
+@pytest.mark.parametrize("weight", [1, 3, -2])
+@pytest.mark.parametrize("max_count", [1, 2, 3, 7, 49, 64, 701, 1999, 2000, 4096])
+def test_cluster_balance_table_is_the_formula(max_count: int, weight: int) -> None:
+    """The score table (numpy doubles) gives exactly the formula's scores for every count up to max + 1."""
+    expected = [weight * score for score in balance_scores(range(max_count + 2), max_count)]
+    assert list(_weighted_table(max_count, weight)) == expected
 
 
 @pytest.mark.parametrize("max_count", [1, 2, 3, 5, 7, 64, 701])
@@ -148,10 +156,21 @@ def test_cluster_quantities(raw: str | int, value: float | None) -> None:
     assert parse_quantity(raw) == value
 
 
-def test_cluster_steady_keeps_current_decisions() -> None:
-    result = run(one_set_world(*THREE), a_placement({"numberOfClusters": 1}), current=["c3"])
-    assert decided(result) == ["c3"]
-    assert result.scores == {"c1": 100, "c2": 100, "c3": 200}
+@pytest.mark.parametrize(
+    ("current", "scores"),
+    [
+        ([], {"c1": 100, "c2": 100, "c3": 100}),
+        (["c3"], {"c1": 100, "c2": 100, "c3": 200}),
+        (["c3", "gone"], {"c1": 100, "c2": 100, "c3": 200}),
+        (["c1", "c2", "c3"], {"c1": 200, "c2": 200, "c3": 200}),
+    ],
+    ids=["none", "one", "one-and-a-non-candidate", "all"],
+)
+def test_cluster_steady_keeps_current_decisions(current: list[str], scores: dict[str, int]) -> None:
+    """Only held candidates move; a held cluster that is no longer a candidate gets no score."""
+    result = run(one_set_world(*THREE), a_placement({"numberOfClusters": 1}), current=current)
+    assert decided(result) == (["c3"] if current[:1] == ["c3"] else ["c1"])
+    assert result.scores == scores
 
 
 @pytest.mark.parametrize(
