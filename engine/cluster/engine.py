@@ -29,7 +29,7 @@ from engine.cluster.status import Code
 from engine.cluster.views import EvaluationError, InventoryView
 from engine.core import Emit, EngineContext, Step
 from engine.inventory import Inventory, InventoryChange
-from topics.codec import DecodedEvent, dump_model
+from topics.codec import DecodedEvent
 from topics.placement import Placement
 
 __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
@@ -59,8 +59,6 @@ class ClusterPlacementEngine:
     def __init__(self) -> None:
         self._index = PlacementIndex()
         self._compiled: dict[str, tuple[Placement, CompiledPlacement]] = {}
-        self._dumped: dict[str, tuple[Placement, dict[str, Any]]] = {}
-        """Per placement, its JSON for the changelog: every decision rewrites the entry, rarely the spec."""
         self._view: InventoryView | None = None
         self._ranges: dict[str, dict[str, ValueRange]] = {}
         """Per placement, the ValueRange of each prioritizer in its last decision (derived, not persisted)."""
@@ -262,7 +260,6 @@ class ClusterPlacementEngine:
         if state is None:
             self._index.remove(key)
             self._compiled.pop(key, None)
-            self._dumped.pop(key, None)
             self._ranges.pop(key, None)
             return
         placement = state.placement
@@ -278,13 +275,8 @@ class ClusterPlacementEngine:
         )
 
     def dump_state(self, state: PlacementState) -> dict[str, Any]:
-        """JSON for the changelog; the Placement's own JSON is made once per Placement object."""
-        placement = state.placement
-        key = f"{self.KIND}/{placement.metadata.namespace}/{placement.metadata.name}"
-        cached = self._dumped.get(key)
-        if cached is None or cached[0] is not placement:
-            cached = self._dumped[key] = (placement, dump_model(placement))
-        return dump_placement_state(state, cached[1])
+        """JSON for the changelog."""
+        return dump_placement_state(state)
 
     def load_state(self, raw: Mapping[str, Any]) -> PlacementState:
         """Inverse of dump_state."""

@@ -74,11 +74,11 @@ def _time(raw: Any) -> datetime | None:
     return None if raw is None else datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
 
 
-def dump_placement_state(state: PlacementState, placement: dict[str, Any] | None = None) -> dict[str, Any]:
-    """JSON form for the compacted changelog; `placement`: the Placement's JSON when the caller already has it."""
+def dump_placement_state(state: PlacementState) -> dict[str, Any]:
+    """JSON form for the compacted changelog."""
     published = state.published
     return {
-        "placement": dump_model(state.placement) if placement is None else placement,
+        "placement": dump_model(state.placement),
         "published": None
         if published is None
         else {
