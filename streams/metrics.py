@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["LATENCY_BUCKETS", "Metrics"]
+from engine.runtime import OutputRecord
+from topics.names import TopicRole
+
+__all__ = ["LATENCY_BUCKETS", "Metrics", "OutputTally"]
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0)
+
+
+@dataclass
+class OutputTally:
+    """What records add to the produced and dead-letter series, counted as they are sent: a transaction's
+    records need not be kept until its commit just to be counted then."""
+
+    topics: collections.Counter[TopicRole] = field(default_factory=collections.Counter)
+    dead_letters: collections.Counter[tuple[str, str]] = field(default_factory=collections.Counter)
+    """By (source topic, stage), from the Kafka Connect style headers."""
+
+    def add(self, records: Iterable[OutputRecord]) -> None:
+        """Count more records."""
+        for record in records:
+            self.topics[record.topic] += 1
+            if record.topic is TopicRole.DEAD_LETTER:
+                headers = dict(record.headers)
+                stage = headers.get("__connect.errors.stage", b"").decode()
+                source = headers.get("__connect.errors.topic", b"").decode()
+                self.dead_letters[source, stage] += 1
 
 
 class Metrics:
@@ -38,3 +65,10 @@ class Metrics:
         self.restore_seconds = Gauge("placement_restore_seconds", "Duration of the last restore", ["table"], registry=r)
         self.ready = Gauge("placement_ready", "1 when the service is ready", registry=r)
         self.subjects = Gauge("placement_subjects", "Subjects owned by this instance", registry=r)
+
+    def count_produced(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
+        """Add records that are now committed (or sent outside any transaction)."""
+        for topic, count in tally.topics.items():
+            self.produced.labels(topic_name(topic)).inc(count)
+        for (source, stage), count in tally.dead_letters.items():
+            self.dead_letters.labels(source, stage).inc(count)

@@ -31,10 +31,9 @@ from streams.kafka.tables import new_reader, read_to_end, seek_to_start
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
 from streams.kafka.transactions import TaskTransactions, let_producers_send
 from streams.memory import tune_garbage_collector
-from streams.metrics import Metrics
+from streams.metrics import Metrics, OutputTally
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
-from topics.names import TopicRole
 
 __all__ = ["Processor"]
 
@@ -349,15 +348,17 @@ class Processor:
         for chunk in chunks:
             await transactions.send(chunk)
             await let_producers_send()
-        for records in (await transactions.commit(offsets)).values():
+        for tally in (await transactions.commit(offsets)).values():
             self.metrics.transactions.labels("committed").inc()
-            self._count(records)
+            self.metrics.count_produced(tally, self._names.name)
         for task in sorted(transactions.failed):
             self.metrics.transactions.labels("aborted").inc()
             await self._take_task(task)
         if transactions.loose:
             await self._send_all(self._require(self._loose), transactions.loose)
-            self._count(transactions.loose)
+            loose = OutputTally()
+            loose.add(transactions.loose)
+            self.metrics.count_produced(loose, self._names.name)
 
     def _engine_timed(self, chunks: Iterator[list[OutputRecord]]) -> Iterator[list[OutputRecord]]:
         """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
@@ -373,16 +374,6 @@ class Processor:
 
     async def _send_all(self, producer: AIOKafkaProducer, records: list[OutputRecord]) -> None:
         await send_records(producer, records, self._names.name, self._task_of)
-
-    def _count(self, records: list[OutputRecord]) -> None:
-        for topic, count in Counter(record.topic for record in records).items():
-            self.metrics.produced.labels(self._names.name(topic)).inc(count)
-        for record in records:
-            if record.topic is TopicRole.DEAD_LETTER:
-                headers = dict(record.headers)
-                stage = headers.get("__connect.errors.stage", b"").decode()
-                source = headers.get("__connect.errors.topic", b"").decode()
-                self.metrics.dead_letters.labels(source, stage).inc()
 
     async def _reload_queue_config(self) -> None:
         assert self._queue_file is not None

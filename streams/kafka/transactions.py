@@ -18,6 +18,7 @@ from aiokafka.errors import KafkaError
 
 from engine.runtime import OutputRecord
 from streams.kafka.tasks import RecordSender, TaskProducers
+from streams.metrics import OutputTally
 from topics.names import TopicRole
 
 __all__ = ["TaskTransactions", "let_producers_send"]
@@ -42,7 +43,7 @@ class _Open:
     producer: AIOKafkaProducer
     sender: RecordSender
     transaction: AsyncExitStack
-    records: list[OutputRecord] = field(default_factory=list)
+    tally: OutputTally = field(default_factory=OutputTally)
 
 
 class TaskTransactions:
@@ -82,15 +83,15 @@ class TaskTransactions:
                 continue
             try:
                 opened = await self._opened(task)
-                opened.records += bound
+                opened.tally.add(bound)
                 await opened.sender.add(bound)
             except KafkaError as exc:
                 await self._abort(task, exc)
 
-    async def commit(self, offsets: dict[int, Offsets]) -> dict[int, list[OutputRecord]]:
+    async def commit(self, offsets: dict[int, Offsets]) -> dict[int, OutputTally]:
         """Add each task's offsets, wait for its records and commit, task after task (committing them
-        concurrently measured slower). Returns the committed records per task."""
-        committed: dict[int, list[OutputRecord]] = {}
+        concurrently measured slower). Returns the tally of the committed records per task."""
+        committed: dict[int, OutputTally] = {}
         for task in sorted((set(self._open) | set(offsets)) & self._owned - self.failed):
             try:
                 opened = await self._opened(task)
@@ -102,7 +103,7 @@ class TaskTransactions:
             except KafkaError as exc:
                 await self._abort(task, exc)
                 continue
-            committed[task] = opened.records
+            committed[task] = opened.tally
         return committed
 
     async def _opened(self, task: int) -> _Open:

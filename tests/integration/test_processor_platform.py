@@ -89,6 +89,7 @@ async def test_malformed_record_is_dead_lettered_and_the_next_good_record_is_pro
     assert status == 200
     assert f'placement_dead_letters_total{{stage="DECODE",topic="{topics.submissions}"}} 1.0' in metrics
     assert f'placement_dead_letters_total{{stage="VALIDATE",topic="{topics.submissions}"}} 2.0' in metrics
+    assert f'placement_records_produced_total{{topic="{topics.dead_letter}"}} 3.0' in metrics
     stages = [dict(r.headers)["__connect.errors.stage"] for r in letters]
     assert stages == [b"DECODE", b"VALIDATE", b"VALIDATE"]
     first = dict(letters[0].headers)

@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Iterator
 from functools import lru_cache
 from itertools import repeat
-from operator import add, mul, sub, truediv
+from operator import add, sub
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.cluster.framework import CandidateIndependent, EvalContext, ScoreResult
 
 __all__ = ["BalancePrioritizer", "balance_scores"]
 
 
-def balance_scores(counts: Iterable[int], max_count: int) -> Iterator[int]:
-    """`2 * trunc(100.0 * (0.5 - count / maxCount))` in doubles for each count (100 for count 0)."""
-    fractions = map(truediv, counts, repeat(max_count))
-    return map(mul, repeat(2), map(math.trunc, map(mul, repeat(100.0), map(sub, repeat(0.5), fractions))))
+def balance_scores(counts: Iterable[int], max_count: int) -> NDArray[np.int64]:
+    """`2 * trunc(100.0 * (0.5 - count / maxCount))` in doubles for each count (100 for count 0).
+
+    numpy's doubles are the same IEEE operations, in the same order, as upstream's float64 arithmetic.
+    """
+    fractions = np.fromiter(counts, dtype=np.int64) / max_count
+    scores: NDArray[np.int64] = np.trunc(100.0 * (0.5 - fractions)).astype(np.int64) * 2
+    return scores
 
 
 @lru_cache(maxsize=64)
 def _weighted_table(max_count: int, weight: int) -> tuple[int, ...]:
     """weight × score by count, up to max_count + 1 (a count that still includes the placement's own decision).
 
-    The formula's doubles in numpy (the same IEEE operations in the same order as `balance_scores`): a cold
-    start builds a table for almost every maximum on the way up, thousands of entries each, and a Python map
-    over them was a twentieth of it.
+    Built in numpy: a cold start builds a table for almost every maximum on the way up, thousands of entries
+    each, and a Python map over them was a twentieth of it.
     """
-    fractions = np.arange(max_count + 2, dtype=np.int64) / max_count
-    scores = np.trunc(100.0 * (0.5 - fractions)).astype(np.int64) * (2 * weight)
-    return tuple(scores.tolist())
+    return tuple((balance_scores(range(max_count + 2), max_count) * weight).tolist())
 
 
 class BalancePrioritizer(CandidateIndependent):

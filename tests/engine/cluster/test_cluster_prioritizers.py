@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -58,8 +59,9 @@ def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list
 @pytest.mark.parametrize("weight", [1, 3, -2])
 @pytest.mark.parametrize("max_count", [1, 2, 3, 7, 49, 64, 701, 1999, 2000, 4096])
 def test_cluster_balance_table_is_the_formula(max_count: int, weight: int) -> None:
-    """The score table (numpy doubles) gives exactly the formula's scores for every count up to max + 1."""
-    expected = [weight * score for score in balance_scores(range(max_count + 2), max_count)]
+    """The score table (numpy doubles) gives exactly the formula's scores, computed here in Python floats, for
+    every count up to max + 1."""
+    expected = [weight * 2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 2)]
     assert list(_weighted_table(max_count, weight)) == expected
 
 
