@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from topics.base import EventData, KubeObject
-from topics.k8s import Condition, LabelSelector, ObjectMeta
+from topics.k8s import Condition, Int32, LabelSelector, ObjectMeta
 
 __all__ = [
     "AddOnPlacementScore",
@@ -116,7 +116,7 @@ class AddOnPlacementScoreItem(KubeObject):
     """One named score."""
 
     name: str
-    value: int
+    value: Int32
 
 
 class AddOnPlacementScoreStatus(KubeObject):

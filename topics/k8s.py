@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from topics.base import KubeObject
 
-__all__ = ["Condition", "LabelSelector", "LabelSelectorRequirement", "ObjectMeta", "ObjectReference"]
+__all__ = ["Condition", "Int32", "LabelSelector", "LabelSelectorRequirement", "ObjectMeta", "ObjectReference"]
+
+
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+"""A Kubernetes `int32` field: the API server refuses anything wider, and totals are summed in 64 bits (E7)."""
 
 
 class ObjectMeta(KubeObject):

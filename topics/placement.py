@@ -14,7 +14,7 @@ from pydantic import Field, StrictInt, StrictStr
 from typing_extensions import TypedDict
 
 from topics.base import EventData, KubeObject
-from topics.k8s import Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta
+from topics.k8s import Condition, Int32, LabelSelector, LabelSelectorRequirement, ObjectMeta
 
 __all__ = [
     "AddOnScoreCoordinate",
@@ -88,7 +88,7 @@ class PrioritizerConfig(KubeObject):
     """One prioritizer configuration; weight defaults to 1 (CRD)."""
 
     score_coordinate: ScoreCoordinate | None = None
-    weight: int = 1
+    weight: Int32 = 1
 
 
 class PrioritizerPolicy(KubeObject):

@@ -184,6 +184,7 @@ def affected_placements(
     placement L2 names, and every placement holding the cluster).
     """
     keys: set[str] = set()
+    holding = index.holding({c.key.name for c in changes if c.key.kind in ("ManagedCluster", TAINTS_KIND)})
     for change in changes:
         kind = change.key.kind
         if kind in ("ManagedCluster", TAINTS_KIND):
@@ -191,7 +192,7 @@ def affected_placements(
             memberships = [sets_containing(cluster, inventory) for cluster in clusters]
             sets = set().union(*memberships)
             near = index.in_namespaces(_binding_namespaces(inventory, sets), sets)
-            near |= index.by_cluster.get(change.key.name, set())
+            near |= holding[change.key.name]
             delta = _cluster_delta(change, clusters) if _same(memberships) else None
             if may_change is not None and delta is not None:
                 near = {key for key in near if may_change(key, delta)}

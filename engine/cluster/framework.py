@@ -1,7 +1,8 @@
 """What filters and prioritizers see and return (upstream's plugin framework, reduced).
 
 Every plugin reads one `EvalContext` and returns a result value carrying a PluginStatus; nothing raises for
-"no match". Plugins also report the instants at which their answer would change (spec L6).
+"no match". Plugins also report the instants at which their answer would change (spec L6). Candidates are
+fleet ids in name order (`engine.cluster.fleet`); scores are arrays aligned with them.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Protocol, TypeGuard, runtime_checkable
+from typing import ClassVar, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from engine.cluster.compiled import CompiledPlacement
+from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.status import SUCCESS, PluginStatus
 from engine.cluster.views import InventoryView
 from engine.inventory import Inventory
@@ -27,8 +32,6 @@ __all__ = [
     "Prioritizer",
     "ScoreResult",
     "ValueRange",
-    "WeightedAdder",
-    "adds_weighted",
 ]
 
 
@@ -43,8 +46,8 @@ class BalanceCounts(Protocol):
         """The largest count over every counted cluster, candidate or not."""
         ...
 
-    def snapshot(self) -> tuple[Mapping[str, int], frozenset[str]]:
-        """Raw counts and the clusters to subtract one from (the placement's own decision); for bulk reads."""
+    def over(self, fleet: Fleet) -> NDArray[np.int64]:
+        """Every cluster's count by fleet id (a fresh array the caller may keep)."""
         ...
 
 
@@ -62,9 +65,9 @@ class MappingCounts:
         """The largest count, 0 when nothing is counted."""
         return max(self.counts.values(), default=0)
 
-    def snapshot(self) -> tuple[Mapping[str, int], frozenset[str]]:
-        """The counts as given; nothing to subtract."""
-        return self.counts, frozenset()
+    def over(self, fleet: Fleet) -> NDArray[np.int64]:
+        """The counts as given, by fleet id."""
+        return np.nan_to_num(fleet.values(self.counts)).astype(np.int64)
 
 
 @dataclass(slots=True)
@@ -86,12 +89,17 @@ class EvalContext:
         """The inventory behind the view."""
         return self.view.inventory
 
+    @property
+    def fleet(self) -> Fleet:
+        """The cluster ids of the view."""
+        return self.view.fleet()
+
 
 @dataclass(frozen=True, slots=True)
 class FilterResult:
     """Clusters that passed, in candidate order, plus the instants when a toleration runs out."""
 
-    passed: list[str]
+    passed: Ids
     status: PluginStatus = SUCCESS
     due: tuple[datetime, ...] = ()
 
@@ -110,10 +118,10 @@ class ValueRange:
     at_high: int
 
     @classmethod
-    def of(cls, values: list[float]) -> ValueRange:
-        """The range of a non-empty list of values."""
-        low, high = min(values), max(values)
-        return cls(low, values.count(low), high, values.count(high))
+    def of(cls, values: NDArray[np.float64]) -> ValueRange:
+        """The range of a non-empty array of values."""
+        low, high = values.min(), values.max()
+        return cls(float(low), int(np.count_nonzero(values == low)), float(high), int(np.count_nonzero(values == high)))
 
     def drop(self, value: float) -> bool:
         """Record that a candidate holding `value` left; False, and nothing recorded, when an end moves."""
@@ -126,9 +134,11 @@ class ValueRange:
 
 @dataclass(frozen=True, slots=True)
 class ScoreResult:
-    """Raw scores of one prioritizer (clusters it gives no score are absent)."""
+    """Raw scores of one prioritizer, aligned with the candidates."""
 
-    scores: dict[str, int]
+    scores: NDArray[np.int64]
+    scored: NDArray[np.bool_] | None = None
+    """The candidates it gave a score (the others hold 0 and are left out of explain data); None: all."""
     status: PluginStatus = SUCCESS
     due: tuple[datetime, ...] = ()
     range: ValueRange | None = None
@@ -140,7 +150,7 @@ class ClusterFilter(Protocol):
 
     NAME: ClassVar[str]
 
-    def filter(self, ctx: EvalContext, candidates: list[str]) -> FilterResult:
+    def filter(self, ctx: EvalContext, candidates: Ids) -> FilterResult:
         """Keep the candidates that pass."""
         ...
 
@@ -155,7 +165,7 @@ class Prioritizer(Protocol):
         """The name reported in results and explain data."""
         ...
 
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
+    def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Score the candidates."""
         ...
 
@@ -178,29 +188,3 @@ class CandidateIndependent:
     ) -> bool:
         """A departing candidate moves no other score."""
         return False
-
-
-@runtime_checkable
-class WeightedAdder(Protocol):
-    """A prioritizer that can add its weighted scores to the totals without building them first (E7).
-
-    Only for prioritizers that score every candidate with no status and no timer; the result must equal
-    totals + weight × `score()` for every candidate, which the tests check against `score()`.
-    """
-
-    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
-        """The new totals (`totals` may be updated in place and returned)."""
-        ...
-
-
-_ADDS_WEIGHTED: dict[type, bool] = {}
-
-
-def adds_weighted(prioritizer: object) -> TypeGuard[WeightedAdder]:
-    """isinstance(prioritizer, WeightedAdder), answered once per class: a runtime protocol check walks the
-    protocol's members every time, and this runs for every prioritizer of every evaluation."""
-    kind = type(prioritizer)
-    known = _ADDS_WEIGHTED.get(kind)
-    if known is None:
-        known = _ADDS_WEIGHTED[kind] = isinstance(prioritizer, WeightedAdder)
-    return known

@@ -6,14 +6,14 @@ decision groups -> pages -> conditions. The result is a plain value; publishing 
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import filterfalse, repeat
-from operator import add, mul
+
+import numpy as np
 
 from engine.cluster.conditions import misconfigured_condition, satisfied_condition
-from engine.cluster.framework import EvalContext, ValueRange, adds_weighted
+from engine.cluster.fleet import Fleet, Ids
+from engine.cluster.framework import EvalContext, ValueRange
 from engine.cluster.groups import Group, Page, build_groups, paginate
 from engine.cluster.registry import FILTERS
 from engine.cluster.status import SUCCESS, Code, PluginStatus
@@ -30,7 +30,7 @@ class PrioritizerScores:
     name: str
     weight: int
     scores: dict[str, int]
-    """Empty for a prioritizer that adds straight into the totals, unless explain was requested."""
+    """Only when explain was requested: the scores of the candidates it scored, by name."""
     range: ValueRange | None = None
     """The input range the scores were normalised over (ScoreResult.range)."""
 
@@ -42,13 +42,17 @@ class Evaluation:
     has_bindings: bool = False
     eligible_sets: tuple[str, ...] = ()
     available: tuple[str, ...] = ()
-    removals: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
-    """(filter, its candidates, those that passed) of every filter that removed any."""
+    fleet: Fleet | None = None
+    """The cluster ids the evaluation ran over."""
+    removals: list[tuple[str, Ids, Ids]] = field(default_factory=list)
+    """(filter, its candidates, those that passed) of every filter that removed any, as fleet ids."""
     prioritizers: list[PrioritizerScores] = field(default_factory=list)
     scores: dict[str, int] = field(default_factory=dict)
     """Weighted totals of the clusters that passed both filters (spec K3)."""
     selected: list[str] = field(default_factory=list)
     """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
+    selected_by_name: list[str] = field(default_factory=list)
+    """The selected clusters in name order."""
     unscheduled: int = 0
     status: PluginStatus = SUCCESS
     groups: list[Group] = field(default_factory=list)
@@ -68,7 +72,8 @@ class Evaluation:
         """The filter that removed each removed cluster, by name (explain data, K4); derived only on demand."""
         out: dict[str, str] = {}
         for name, before, passed in self.removals:
-            out.update(dict.fromkeys(filterfalse(set(passed).__contains__, before), name))
+            assert self.fleet is not None
+            out.update(dict.fromkeys(self.fleet.names_of(np.setdiff1d(before, passed, assume_unique=True)), name))
         return out
 
     def ranked(self) -> list[str]:
@@ -76,20 +81,13 @@ class Evaluation:
         return sorted(self.scores, key=lambda name: (-self.scores[name], name))
 
 
-def _add_weighted(totals: dict[str, int], scores: dict[str, int], weight: int) -> dict[str, int]:
-    """totals + weight × scores (E7), a fresh map when every candidate is scored; C-level maps, no loop."""
-    if len(scores) != len(totals):  # the unscored candidates add nothing
-        for name, value in scores.items():
-            if value:
-                totals[name] += weight * value
-        return totals
-    weighted = scores if weight == 1 else dict(zip(scores, map(mul, scores.values(), repeat(weight)), strict=True))
-    return dict(zip(totals, map(add, totals.values(), map(weighted.__getitem__, totals)), strict=True))
-
-
 def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None:
-    """Filters, prioritizers and selection; sets `selected`, `scores`, `unscheduled` and `status`."""
-    candidates = list(result.available)
+    """Filters, prioritizers and selection; sets `selected`, `scores`, `unscheduled` and `status`.
+
+    Candidates are fleet ids in name order throughout; names are looked up once, for the results.
+    """
+    fleet = result.fleet = ctx.fleet
+    candidates = ctx.view.available_ids(result.eligible_sets)
     for step in FILTERS:
         outcome = step.filter(ctx, candidates)
         if outcome.status.failed:
@@ -104,14 +102,10 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
     if status.failed:
         result.status = status
         return
-    totals = dict.fromkeys(candidates, 0)
+    totals = np.zeros(len(candidates), dtype=np.int64)
     final = SUCCESS
     for entry in planned:
         prioritizer = entry.prioritizer
-        if not ctx.explain and adds_weighted(prioritizer):
-            totals = prioritizer.add_weighted(ctx, totals, entry.weight)
-            result.prioritizers.append(PrioritizerScores(entry.prioritizer.name, entry.weight, {}))
-            continue
         scored = prioritizer.score(ctx, candidates)
         if scored.status.failed:
             result.status = scored.status
@@ -119,22 +113,27 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         if scored.status.code is Code.WARNING:
             final = scored.status
         due.extend(scored.due)
-        totals = _add_weighted(totals, scored.scores, entry.weight)
-        result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, scored.scores, scored.range))
+        totals += scored.scores if entry.weight == 1 else scored.scores * entry.weight
+        explained: dict[str, int] = {}
+        if ctx.explain:
+            kept = candidates if scored.scored is None else candidates[scored.scored]
+            values = scored.scores if scored.scored is None else scored.scores[scored.scored]
+            explained = dict(zip(fleet.names_of(kept), values.tolist(), strict=True))
+        result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, explained, scored.range))
 
     wanted = ctx.placement.spec.number_of_clusters
     if wanted is not None and wanted < 0:
         result.status = PluginStatus.misconfigured("", f"numberOfClusters cannot be negative: {wanted}")
         result.prioritizers.clear()
         return
-    result.scores = totals
-    # candidates are in name order, and both sorts below are stable: ties stay in name order (G1)
-    if wanted is None:
-        result.selected = candidates  # everything is selected: rank order is not needed, keep name order
-    elif wanted >= len(candidates):
-        result.selected = sorted(candidates, key=totals.__getitem__, reverse=True)
-    else:
-        result.selected = heapq.nlargest(wanted, candidates, key=totals.__getitem__)
+    names = fleet.names_of(candidates)
+    result.scores = dict(zip(names, totals.tolist(), strict=True))
+    if wanted is None:  # everything is selected: rank order is not needed, keep name order
+        result.selected = result.selected_by_name = names
+    else:  # a stable sort keeps ties in name order (G1)
+        ranked = np.argsort(-totals, kind="stable")[:wanted]
+        result.selected = fleet.names_of(candidates[ranked])
+        result.selected_by_name = fleet.names_of(np.sort(candidates[ranked]))
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
 
@@ -153,10 +152,10 @@ def evaluate(ctx: EvalContext) -> Evaluation:
     due: list[datetime] = []
     _schedule(ctx, result, due)
     if result.status.failed:
-        result.selected, result.unscheduled, result.scores = [], 0, {}
+        result.selected, result.selected_by_name, result.unscheduled, result.scores = [], [], 0, {}
 
     groups, group_status = build_groups(
-        spec.decision_strategy.group_strategy, ctx.compiled, sorted(result.selected), view
+        spec.decision_strategy.group_strategy, ctx.compiled, result.selected_by_name, view
     )
     if group_status.failed:
         result.status = group_status

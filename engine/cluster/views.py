@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
+import numpy as np
 import orjson
 from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
+from numpy.typing import NDArray
 
 from engine.cluster.cel_env import CelProgram, make_functions
+from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
 from engine.inventory import Inventory
@@ -112,7 +115,13 @@ class InventoryView:
         self._activation: Activation | None = None
         self._bound: dict[str, tuple[str, ...]] | None = None
         self._available: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._available_ids: dict[tuple[str, ...], Ids] = {}
         self._names: frozenset[str] | None = None
+        self._fleet: Fleet | None = None
+        self._earlier_fleet: Fleet | None = (
+            (previous._fleet or previous._earlier_fleet) if previous is not None else None
+        )
+        self._allocatable_values: dict[str, NDArray[np.float64]] = {}
         self._memo: dict[Hashable, Any] = {}
 
     def fresh(self) -> bool:
@@ -150,6 +159,13 @@ class InventoryView:
                     members |= self.set_members(cluster_set)
             cached = tuple(sorted(members - self.terminating()))
             self._available[eligible] = cached
+        return cached
+
+    def available_ids(self, eligible: tuple[str, ...]) -> Ids:
+        """`available(eligible)` as fleet ids (ascending, so still in name order)."""
+        cached = self._available_ids.get(eligible)
+        if cached is None:
+            cached = self._available_ids[eligible] = self.fleet().ids(self.available(eligible))
         return cached
 
     def set_members(self, cluster_set: ManagedClusterSet) -> frozenset[str]:
@@ -237,6 +253,15 @@ class InventoryView:
             self._names = frozenset(c.metadata.name for c in self.inventory.clusters())
         return self._names
 
+    def fleet(self) -> Fleet:
+        """The ids of this version's clusters: the previous view's while the names are the same."""
+        if self._fleet is None:
+            earlier = self._earlier_fleet
+            names = self.names()
+            self._fleet = earlier if earlier is not None and earlier.position.keys() == names else Fleet(names)
+            self._earlier_fleet = None
+        return self._fleet
+
     # --- CEL -------------------------------------------------------------------------------------
     def document(self, name: str) -> dict[str, Any]:
         """A cluster's API document (empty for an unknown cluster)."""
@@ -307,4 +332,11 @@ class InventoryView:
                     if value is not None:
                         cached[cluster.metadata.name] = value
             self._allocatable[resource] = cached
+        return cached
+
+    def allocatable_values(self, resource: str) -> NDArray[np.float64]:
+        """`allocatable_of(resource)` over the fleet's ids, NaN for clusters without a value."""
+        cached = self._allocatable_values.get(resource)
+        if cached is None:
+            cached = self._allocatable_values[resource] = self.fleet().values(self.allocatable_of(resource))
         return cached

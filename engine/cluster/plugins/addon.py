@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+import numpy as np
+
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import EvalContext, ScoreResult, ValueRange
 from engine.cluster.status import Code, PluginStatus
 from engine.cluster.views import InventoryView
@@ -29,13 +32,13 @@ class AddOnPrioritizer:
         """`AddOn/<resourceName>/<scoreName>` (F9)."""
         return f"{self.NAME}/{self.resource_name}/{self.score_name}"
 
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
+    def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """0 by default; expired scores give 0 and a Warning; unexpired ones set a timer at validUntil + 1 s."""
         inventory, now = ctx.inventory, ctx.now
-        scores = dict.fromkeys(candidates, 0)
+        scores = np.zeros(len(candidates), dtype=np.int64)
         expired: list[str] = []
         due: list[datetime] = []
-        for name in candidates:
+        for at, name in enumerate(ctx.fleet.names_of(candidates)):
             obj = inventory.score(name, self.resource_name)
             if obj is None:
                 continue
@@ -47,12 +50,12 @@ class AddOnPrioritizer:
                 due.append(valid_until + _ONE_SECOND)
             for item in obj.status.scores:
                 if item.name == self.score_name:
-                    scores[name] = item.value
+                    scores[at] = item.value
         status = PluginStatus()
         if expired:
             listed = " ".join(f"{name}/{self.resource_name}" for name in sorted(expired))
             status = PluginStatus(Code.WARNING, self.name, f"AddOnPlacementScores {listed} expired")
-        return ScoreResult(scores, status, tuple(due))
+        return ScoreResult(scores, status=status, due=tuple(due))
 
     def leaving_matters(
         self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None

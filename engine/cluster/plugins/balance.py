@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable
 from functools import lru_cache
-from itertools import repeat
-from operator import add, sub
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import CandidateIndependent, EvalContext, ScoreResult
 
 __all__ = ["BalancePrioritizer", "balance_scores"]
@@ -27,13 +26,14 @@ def balance_scores(counts: Iterable[int], max_count: int) -> NDArray[np.int64]:
 
 
 @lru_cache(maxsize=64)
-def _weighted_table(max_count: int, weight: int) -> tuple[int, ...]:
-    """weight × score by count, up to max_count + 1 (a count that still includes the placement's own decision).
+def _table(max_count: int) -> NDArray[np.int64]:
+    """The score of every count up to max_count + 1 (an own-decision count can exceed the others' maximum).
 
-    Built in numpy: a cold start builds a table for almost every maximum on the way up, thousands of entries
-    each, and a Python map over them was a twentieth of it.
+    A cold start needs a table for almost every maximum on the way up, thousands of entries each.
     """
-    return tuple((balance_scores(range(max_count + 2), max_count) * weight).tolist())
+    table = balance_scores(range(max_count + 2), max_count)
+    table.flags.writeable = False
+    return table
 
 
 class BalancePrioritizer(CandidateIndependent):
@@ -46,22 +46,10 @@ class BalancePrioritizer(CandidateIndependent):
         """F9 name."""
         return self.NAME
 
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
-        """Scores every candidate."""
-        return ScoreResult(dict(zip(candidates, _scores(ctx, candidates, 1), strict=True)))
-
-    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
-        """totals + weight × score, without a map of the scores in between."""
-        return dict(zip(totals, map(add, totals.values(), _scores(ctx, totals, weight)), strict=True))
-
-
-def _scores(ctx: EvalContext, names: Collection[str], weight: int) -> Iterator[int]:
-    """weight × score of each name, in order, in C-level maps: one table lookup per (count, maxCount)."""
-    others = ctx.others
-    max_count = others.max_count()
-    if max_count <= 0:
-        return repeat(100 * weight, len(names))
-    counts, own = others.snapshot()
-    table = _weighted_table(max_count, weight)
-    # the count of a cluster this placement holds includes it once: subtract True (1) for those
-    return map(table.__getitem__, map(sub, map(counts.get, names, repeat(0)), map(own.__contains__, names)))
+    def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
+        """Scores every candidate: one table lookup per candidate."""
+        others = ctx.others
+        max_count = others.max_count()
+        if max_count <= 0:
+            return ScoreResult(np.full(len(candidates), 100, dtype=np.int64))
+        return ScoreResult(_table(max_count)[others.over(ctx.fleet)[candidates]])

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from engine.cluster.cel_env import CelProgram
 from engine.cluster.compiled import CompiledSelector
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import EvalContext, FilterResult
 from engine.cluster.selectors import EVERYTHING
 from engine.cluster.status import PluginStatus
@@ -40,17 +41,19 @@ class PredicateFilter:
 
     NAME: ClassVar[str] = "Predicate"
 
-    def filter(self, ctx: EvalContext, candidates: list[str]) -> FilterResult:
+    def filter(self, ctx: EvalContext, candidates: Ids) -> FilterResult:
         """An empty candidate list returns before any selector is looked at (C6)."""
-        if not candidates:
-            return FilterResult([])
+        if not len(candidates):
+            return FilterResult(candidates)
         compiled = ctx.compiled
         if compiled.predicate_error is not None:
-            return FilterResult([], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
+            return FilterResult(candidates[:0], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
         if not ctx.placement.spec.predicates:
-            return FilterResult(list(candidates))
+            return FilterResult(candidates)
         # thousands of placements share a handful of predicate lists: match each once per inventory version,
         # over the whole inventory, and keep the candidates in the set
         view = ctx.view
-        matched = view.memo((self.NAME, compiled.predicate_key), lambda: _matching(view, compiled.predicates))
-        return FilterResult(list(filter(matched.__contains__, candidates)))
+        matched = view.memo(
+            (self.NAME, compiled.predicate_key), lambda: view.fleet().mask(_matching(view, compiled.predicates))
+        )
+        return FilterResult(candidates[matched[candidates]])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import ClassVar
 
+import numpy as np
+
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import EvalContext, ScoreResult, ValueRange
 from engine.cluster.views import InventoryView
 
@@ -25,20 +27,21 @@ class ResourceAllocatablePrioritizer:
         """F9 name."""
         return self.NAME
 
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
+    def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Only clusters reporting both allocatable and capacity of the resource are scored."""
-        reported = ctx.view.allocatable_of(self.RESOURCE)
-        names = list(filter(reported.__contains__, candidates))
-        if not names:
-            return ScoreResult({})
-        values = list(map(reported.__getitem__, names))
-        extent = ValueRange.of(values)
+        values = ctx.view.allocatable_values(self.RESOURCE)[candidates]
+        scored = ~np.isnan(values)
+        reported = values[scored]
+        scores = np.zeros(len(candidates), dtype=np.int64)
+        if not len(reported):
+            return ScoreResult(scores, scored)
+        extent = ValueRange.of(reported)
         low, high = extent.low, extent.high
         if high == low:
-            return ScoreResult(dict.fromkeys(names, 100), range=extent)
-        # a fleet has few distinct sizes: score each once
-        by_value = {alloc: math.trunc(((alloc - low) / (high - low) - 0.5) * 2.0 * 100.0) for alloc in set(values)}
-        return ScoreResult(dict(zip(names, map(by_value.__getitem__, values), strict=True)), range=extent)
+            scores[scored] = 100
+        else:  # the formula's double operations, in its order (F4)
+            scores[scored] = np.trunc(((reported - low) / (high - low) - 0.5) * 2.0 * 100.0)
+        return ScoreResult(scores, scored, range=extent)
 
     def leaving_matters(
         self, view: InventoryView, now: datetime, cluster: str, ranges: Mapping[str, ValueRange] | None

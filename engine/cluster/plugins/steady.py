@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import add
 from typing import ClassVar
 
+import numpy as np
+
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import CandidateIndependent, EvalContext, ScoreResult
 
 __all__ = ["SteadyPrioritizer"]
@@ -21,12 +22,7 @@ class SteadyPrioritizer(CandidateIndependent):
         """F9 name."""
         return self.NAME
 
-    def score(self, ctx: EvalContext, candidates: list[str]) -> ScoreResult:
+    def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Scores every candidate."""
-        return ScoreResult(self.add_weighted(ctx, dict.fromkeys(candidates, 0), 1))
-
-    def add_weighted(self, ctx: EvalContext, totals: dict[str, int], weight: int) -> dict[str, int]:
-        """totals + weight × score: only the held candidates move."""
-        held = list(filter(totals.__contains__, ctx.current))  # over the decision, usually far smaller than totals
-        totals.update(zip(held, map(add, map(totals.__getitem__, held), repeat(100 * weight)), strict=True))
-        return totals
+        held = ctx.fleet.mask(ctx.current)[candidates]
+        return ScoreResult(held.astype(np.int64) * 100)

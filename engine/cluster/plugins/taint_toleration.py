@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import filterfalse
 from typing import ClassVar
 
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.cluster.fleet import Ids
 from engine.cluster.framework import EvalContext, FilterResult
 from engine.cluster.status import PluginStatus
 from engine.cluster.views import InventoryView
@@ -78,10 +81,12 @@ def taint_outcome(
 class _Outcomes:
     """The taint filter's answer for one toleration list at one instant, over every tainted cluster."""
 
-    failed: frozenset[str]
-    """Fail whether held or not."""
+    failed: NDArray[np.bool_]
+    """By fleet id: fail whether held or not."""
     failed_if_new: frozenset[str]
     """Fail unless held (an untolerated NoSelectIfNew taint)."""
+    failed_if_none_held: NDArray[np.bool_]
+    """By fleet id: fail for a placement that holds none of `failed_if_new`."""
     expiries: dict[str, tuple[tuple[datetime, ...], tuple[datetime, ...]]]
     """(when held, when new): when its tolerations run out, for the clusters that pass on a timer."""
 
@@ -102,7 +107,8 @@ def _outcomes(view: InventoryView, tolerations: Sequence[Toleration], now: datet
             failed_if_new.add(name)
         if held[1] or new[1]:
             expiries[name] = (held[1], new[1])
-    return _Outcomes(frozenset(failed), frozenset(failed_if_new), expiries)
+    fleet = view.fleet()
+    return _Outcomes(fleet.mask(failed), frozenset(failed_if_new), fleet.mask(failed | failed_if_new), expiries)
 
 
 class TaintTolerationFilter:
@@ -110,22 +116,30 @@ class TaintTolerationFilter:
 
     NAME: ClassVar[str] = "TaintToleration"
 
-    def filter(self, ctx: EvalContext, candidates: list[str]) -> FilterResult:
+    def filter(self, ctx: EvalContext, candidates: Ids) -> FilterResult:
         """Also reports when each tolerated-for-a-while taint runs out (timer input, L6)."""
-        if not candidates:
-            return FilterResult([])
+        if not len(candidates):
+            return FilterResult(candidates)
         tolerations = ctx.placement.spec.tolerations
         problem = _validate(tolerations)
         if problem is not None:
-            return FilterResult([], PluginStatus.misconfigured(self.NAME, problem))
+            return FilterResult(candidates[:0], PluginStatus.misconfigured(self.NAME, problem))
         view, now, current = ctx.view, ctx.now, ctx.current
         # every placement with the same tolerations sees the same outcomes in one inventory version
         outcomes = view.memo((self.NAME, tuple(tolerations), now), lambda: _outcomes(view, tolerations, now))
-        failed = outcomes.failed.union(filterfalse(current.__contains__, outcomes.failed_if_new))
-        passed = list(filterfalse(failed.__contains__, candidates)) if failed else list(candidates)
+        failed = outcomes.failed_if_none_held
+        held = outcomes.failed_if_new & current  # walks the smaller set: a few tainted clusters
+        if held:
+            failed = failed.copy()
+            failed[ctx.fleet.ids(held)] = False
+        passed = candidates[~failed[candidates]]
         if not outcomes.expiries:
             return FilterResult(passed)
+        fleet = ctx.fleet
+        passing = np.zeros(len(fleet), dtype=np.bool_)
+        passing[passed] = True
         due: list[datetime] = []
-        for name in filter(outcomes.expiries.__contains__, passed):
-            due.extend(outcomes.expiries[name][0 if name in current else 1])
+        for name, (when_held, when_new) in outcomes.expiries.items():  # tainted clusters: all in the fleet
+            if passing[fleet.position[name]]:
+                due.extend(when_held if name in current else when_new)
         return FilterResult(passed, due=tuple(due))

@@ -8,9 +8,12 @@ from collections import Counter
 
 import pytest
 
-from engine.cluster.indexes import DecisionCounts, PlacementIndex, TrackedPlacement
+from engine.cluster.fleet import Fleet
+from engine.cluster.indexes import DecisionCounts, OthersView, PlacementIndex, TrackedPlacement
 
 CLUSTERS = [f"c{i}" for i in range(12)]
+FLEETS = (Fleet(CLUSTERS), Fleet(CLUSTERS[3:]), Fleet([*CLUSTERS[::2], "new"]))
+"""The whole fleet, one without c0-c2 (clusters deleted while still decided), one that also gained a cluster."""
 
 
 def _brute_top(decisions: dict[int, frozenset[str]]) -> tuple[int, int]:
@@ -39,7 +42,12 @@ def test_decision_counts_match_a_recount_after_every_change(seed: int, largest: 
         if rng.random() < 0.5:  # reads interleave with changes, as Balance evaluations do
             assert counts.top() == _brute_top(decisions)
             probe = rng.randrange(10)
-            assert counts.max_without(decisions.get(probe, frozenset())) == _brute_without(decisions, probe)
+            own = decisions.get(probe, frozenset())
+            if rng.random() < 0.5:  # the array (read through a fleet) and the Counter serve max_without alike
+                fleet = rng.choice(FLEETS)
+                recount = Counter(name for other, decided in decisions.items() if other != probe for name in decided)
+                assert OthersView(counts, own).over(fleet).tolist() == [recount[name] for name in fleet.names]
+            assert counts.max_without(own) == _brute_without(decisions, probe)
     assert counts.top() == _brute_top(decisions)
 
 
@@ -61,8 +69,8 @@ def test_decision_counts_drop_the_top_one_holder_at_a_time() -> None:
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("largest", [1, 3, 12], ids=["one-cluster", "few", "whole-fleet"])
 def test_placement_index_holders_match_a_recount_after_every_change(seed: int, largest: int) -> None:
-    """by_cluster lists exactly the placements whose tracked decision holds each cluster, with no empty
-    entries left behind, through replacements, removals and re-adds."""
+    """`holding` finds exactly the placements whose tracked decision holds each cluster asked about, one
+    cluster or many, through replacements, removals and re-adds."""
     rng = random.Random(seed)
     index = PlacementIndex()
     decisions: dict[str, frozenset[str]] = {}
@@ -75,8 +83,9 @@ def test_placement_index_holders_match_a_recount_after_every_change(seed: int, l
             decided = frozenset(rng.sample(CLUSTERS, rng.randint(0, largest)))
             index.put(key, TrackedPlacement("ns", frozenset(), frozenset(), decided))
             decisions[key] = decided
-        holders: dict[str, set[str]] = {}
+        holders: dict[str, set[str]] = {name: set() for name in [*CLUSTERS, "never-decided"]}
         for holder, decided in decisions.items():
             for cluster in decided:
-                holders.setdefault(cluster, set()).add(holder)
-        assert dict(index.by_cluster) == holders
+                holders[cluster].add(holder)
+        asked = rng.sample(sorted(holders), rng.choice((0, 1, 3, len(holders))))
+        assert index.holding(asked) == {name: holders[name] for name in asked}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import pytest
@@ -13,12 +14,13 @@ from engine.cluster.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.framework import EvalContext
 from engine.cluster.indexes import PlacementIndex, TrackedPlacement
 from engine.cluster.pipeline import evaluate
-from engine.cluster.plugins.balance import _weighted_table, balance_scores
+from engine.cluster.plugins.balance import _table, balance_scores
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.status import Code
 from engine.cluster.views import InventoryView
 
 THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+BUILTINS = ("Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory")
 
 
 def _policy(*configs: dict[str, Any], mode: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -56,13 +58,12 @@ def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list
     assert list(balance_scores(counts, max_count)) == scores
 
 
-@pytest.mark.parametrize("weight", [1, 3, -2])
 @pytest.mark.parametrize("max_count", [1, 2, 3, 7, 49, 64, 701, 1999, 2000, 4096])
-def test_cluster_balance_table_is_the_formula(max_count: int, weight: int) -> None:
+def test_cluster_balance_table_is_the_formula(max_count: int) -> None:
     """The score table (numpy doubles) gives exactly the formula's scores, computed here in Python floats, for
     every count up to max + 1."""
-    expected = [weight * 2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 2)]
-    assert list(_weighted_table(max_count, weight)) == expected
+    expected = [2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 2)]
+    assert _table(max_count).tolist() == expected
 
 
 @pytest.mark.parametrize("max_count", [1, 2, 3, 5, 7, 64, 701])
@@ -276,3 +277,53 @@ def test_cluster_number_of_clusters(count: int | None, selected: int, reason: st
     result = run(one_set_world(*THREE), a_placement(spec))
     assert len(result.selected) == selected
     assert condition(result, SATISFIED)[1:] == (reason, message)
+
+
+def _oracle_totals(
+    allocatable: dict[str, tuple[int, int]],
+    counts: dict[str, int],
+    current: set[str],
+    weights: dict[str, int],
+) -> dict[str, int]:
+    """E7 with F1, F2 and F4 written out in Python ints and floats, one cluster at a time."""
+    top = max(counts.values(), default=0)
+    totals = dict.fromkeys(sorted(allocatable), 0)
+    for index, resource in enumerate(("ResourceAllocatableCPU", "ResourceAllocatableMemory")):
+        values = {name: float(pair[index]) for name, pair in allocatable.items()}
+        low, high = min(values.values()), max(values.values())
+        for name, value in values.items():
+            score = 100 if high == low else math.trunc(((value - low) / (high - low) - 0.5) * 2.0 * 100.0)
+            totals[name] += weights[resource] * score
+    for name in totals:
+        count = counts.get(name, 0)
+        balance = 100 if top <= 0 or count == 0 else 2 * math.trunc(100.0 * (0.5 - count / top))
+        totals[name] += weights["Balance"] * balance + weights["Steady"] * (100 if name in current else 0)
+    return totals
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cluster_scores_and_selection_match_the_formulas_written_out(seed: int) -> None:
+    """Random fleets, counts, decisions, weights and numberOfClusters: the totals equal the formulas computed
+    cluster by cluster, and the selection is the first n by (total desc, name asc) (G1)."""
+    rng = random.Random(seed)
+    names = [f"c{rng.randrange(10_000):05d}" for _ in range(rng.randint(1, 60))]
+    allocatable = {name: (rng.choice((1, 2, 4, 8, 16)), rng.choice((1, 3, 9))) for name in names}
+    clusters = [
+        a_cluster(name).with_resources({"cpu": str(cpu), "memory": f"{memory}Gi"})
+        for name, (cpu, memory) in allocatable.items()
+    ]
+    counts = {name: rng.randint(0, 6) for name in rng.sample(sorted(allocatable), len(allocatable) // 2)}
+    counts["elsewhere"] = rng.randint(0, 8)  # counted, never a candidate (F2)
+    current = set(rng.sample(sorted(allocatable), len(allocatable) // 3)) | {"gone"}
+    weights = {name: rng.randint(-3, 3) for name in BUILTINS}
+    wanted = rng.choice((None, 0, 1, len(allocatable) // 2, len(allocatable), len(allocatable) + 5))
+    spec = _policy(*(_builtin(name, weight) for name, weight in weights.items()), mode="Exact")
+    if wanted is not None:
+        spec["numberOfClusters"] = wanted
+    result = run(one_set_world(*clusters), a_placement(spec), current=sorted(current), balance=counts)
+    expected = _oracle_totals(allocatable, counts, current, weights)
+    assert result.scores == expected
+    assert list(result.scores) == sorted(expected)
+    ranked = sorted(expected, key=lambda name: (-expected[name], name))
+    assert result.selected == (sorted(expected) if wanted is None else ranked[:wanted])
+    assert decided(result) == sorted(result.selected)

@@ -1,0 +1,81 @@
+"""Cluster ids: the pipeline works on integer arrays, names appear only at its edges.
+
+A re-decision runs every filter and prioritizer over hundreds of candidates; over name-keyed maps that is
+per-candidate Python work, over id arrays it is a few numpy operations. An id is the cluster's rank among
+the inventory's names, so ascending ids are name order (the candidates' order and the tie-break, G1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from itertools import repeat
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Fleet", "Ids"]
+
+Ids = NDArray[np.intp]
+"""Cluster ids of one fleet, ascending unless said otherwise."""
+
+_NO_IDS: Ids = np.zeros(0, dtype=np.intp)
+_NO_IDS.flags.writeable = False
+_RECENT = 4
+
+
+class Fleet:
+    """The names of every cluster of one inventory version, by id; shared by views while no cluster comes or
+    goes, so arrays built over it stay valid across label and taint changes."""
+
+    __slots__ = ("_labels", "_recent", "names", "position")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names: tuple[str, ...] = tuple(sorted(names))
+        self.position: dict[str, int] = {name: index for index, name in enumerate(self.names)}
+        self._labels: NDArray[np.object_] = np.array(self.names, dtype=object)
+        self._recent: dict[int, tuple[frozenset[str], Ids]] = {}
+        """The last few frozensets turned into ids, by identity (each entry keeps its set alive, so the id is
+        not reused): an evaluation reads its placement's decision three times, and its follow-up a new one."""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def ids(self, names: Collection[str]) -> Ids:
+        """The ids of the known names among `names`, ascending; clusters no longer in the inventory are left out.
+
+        The array may be shared: read it, never write it.
+        """
+        if not names:
+            return _NO_IDS
+        recent = self._recent.get(id(names))
+        if recent is not None and recent[0] is names:
+            return recent[1]
+        found = np.fromiter(map(self.position.get, names, repeat(-1)), dtype=np.intp, count=len(names))
+        found = found[found >= 0]
+        found.sort()
+        found.flags.writeable = False
+        if isinstance(names, frozenset):
+            if len(self._recent) >= _RECENT:
+                del self._recent[next(iter(self._recent))]
+            self._recent[id(names)] = (names, found)
+        return found
+
+    def mask(self, names: Collection[str]) -> NDArray[np.bool_]:
+        """True at the id of every known name among `names`."""
+        marked = np.zeros(len(self.names), dtype=np.bool_)
+        marked[self.ids(names)] = True
+        return marked
+
+    def values(self, by_name: Mapping[str, float]) -> NDArray[np.float64]:
+        """`by_name` as an array over the ids; NaN where a cluster has no value."""
+        out = np.full(len(self.names), np.nan)
+        for name, value in by_name.items():
+            index = self.position.get(name)
+            if index is not None:
+                out[index] = value
+        return out
+
+    def names_of(self, ids: Ids) -> list[str]:
+        """The names of `ids`, in the ids' order."""
+        names: list[str] = self._labels[ids].tolist()
+        return names
