@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["parse_quantity"]
@@ -12,7 +13,13 @@ _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi
 
 
 def parse_quantity(raw: str | int | float) -> float | None:
-    """`500m` -> 0.5, `4Gi` -> 4294967296.0; None when the text is not a quantity."""
+    """`500m` -> 0.5, `4Gi` -> 4294967296.0; None when the text is not a quantity or too large for a double
+    (`1e400`: an infinite allocatable would make the F4 ratio NaN)."""
+    value = _parse(raw)
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _parse(raw: str | int | float) -> float | None:
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int | float):

@@ -120,8 +120,9 @@ def test_cluster_balance_max_count_includes_non_candidates() -> None:
         ({"c1": "0", "c2": "8", "c3": "10"}, {"c1": -100, "c2": 60, "c3": 100}),
         ({"c1": "500m", "c2": "500m", "c3": "500m"}, {"c1": 100, "c2": 100, "c3": 100}),
         ({"c1": "1Gi", "c2": "1536Mi"}, {"c1": -100, "c2": 100}),
+        ({"c1": "1e400", "c2": "2", "c3": "4"}, {"c2": -100, "c3": 100}),
     ],
-    ids=["0.7", "0.3", "2/3", "0.6", "0.8", "equal", "missing-resource-no-score"],
+    ids=["0.7", "0.3", "2/3", "0.6", "0.8", "equal", "missing-resource-no-score", "infinite-is-no-quantity"],
 )
 def test_cluster_resource_formula(allocatable: dict[str, str], expected: dict[str, int]) -> None:
     clusters = [a_cluster(n).with_resources({"cpu": v, "memory": v}) for n, v in allocatable.items()]
@@ -153,6 +154,8 @@ def test_cluster_resource_requires_capacity() -> None:
         ("1e3", 1000.0),
         ("100Ki", 102400.0),
         ("x", None),
+        ("1e400", None),
+        ("9Ei", 9 * 2.0**60),
     ],
 )
 def test_cluster_quantities(raw: str | int, value: float | None) -> None:
