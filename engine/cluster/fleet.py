@@ -66,9 +66,9 @@ class Fleet:
         marked[self.ids(names)] = True
         return marked
 
-    def values(self, by_name: Mapping[str, float]) -> NDArray[np.float64]:
-        """`by_name` as an array over the ids; NaN where a cluster has no value."""
-        out = np.full(len(self.names), np.nan)
+    def values(self, by_name: Mapping[str, float], missing: float = np.nan) -> NDArray[np.float64]:
+        """`by_name` as an array over the ids, `missing` where a cluster has no value."""
+        out = np.full(len(self.names), missing)
         for name, value in by_name.items():
             index = self.position.get(name)
             if index is not None:

@@ -67,7 +67,7 @@ class MappingCounts:
 
     def over(self, fleet: Fleet) -> NDArray[np.int64]:
         """The counts as given, by fleet id."""
-        return np.nan_to_num(fleet.values(self.counts)).astype(np.int64)
+        return fleet.values(self.counts, 0).astype(np.int64)
 
 
 @dataclass(slots=True)

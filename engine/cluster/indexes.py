@@ -85,9 +85,7 @@ class DecisionCounts:
         """The counts by fleet id (the array is kept and updated in place: read it, do not keep it)."""
         if fleet is not self._fleet:
             self._fleet = fleet
-            self._by_id = np.zeros(len(fleet), dtype=np.int64)
-            known = list(filter(fleet.position.__contains__, self.counts))
-            self._by_id[list(map(fleet.position.__getitem__, known))] = list(map(self.counts.__getitem__, known))
+            self._by_id = fleet.values(self.counts, 0).astype(np.int64)
         return self._by_id
 
     def top(self) -> tuple[int, int]:
@@ -103,12 +101,7 @@ class DecisionCounts:
         highest, at_top = self.top()
         if highest == 0 or at_top > len(own):
             return highest
-        fleet = self._fleet
-        own_ids = fleet.ids(own) if fleet is not None else None
-        if own_ids is not None and len(own_ids) == len(own):  # every own cluster has a place in the array
-            own_at_top = int(np.count_nonzero(self._by_id[own_ids] == highest))
-        else:
-            own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
+        own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
         return highest if own_at_top < at_top else highest - 1
 
 
@@ -197,10 +190,6 @@ class PlacementIndex:
         """The placements whose tracked decision holds each of `clusters`: one pass over every placement."""
         out: dict[str, set[str]] = {name: set() for name in clusters}
         if not out:
-            return out
-        if len(out) == 1:
-            ((name, holders),) = out.items()
-            holders.update(key for key, entry in self.tracked.items() if name in entry.decided)
             return out
         wanted = frozenset(out)
         for key, entry in self.tracked.items():

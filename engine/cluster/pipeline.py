@@ -51,8 +51,6 @@ class Evaluation:
     """Weighted totals of the clusters that passed both filters (spec K3)."""
     selected: list[str] = field(default_factory=list)
     """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
-    selected_by_name: list[str] = field(default_factory=list)
-    """The selected clusters in name order."""
     unscheduled: int = 0
     status: PluginStatus = SUCCESS
     groups: list[Group] = field(default_factory=list)
@@ -129,11 +127,9 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
     names = fleet.names_of(candidates)
     result.scores = dict(zip(names, totals.tolist(), strict=True))
     if wanted is None:  # everything is selected: rank order is not needed, keep name order
-        result.selected = result.selected_by_name = names
+        result.selected = names
     else:  # a stable sort keeps ties in name order (G1)
-        ranked = np.argsort(-totals, kind="stable")[:wanted]
-        result.selected = fleet.names_of(candidates[ranked])
-        result.selected_by_name = fleet.names_of(np.sort(candidates[ranked]))
+        result.selected = fleet.names_of(candidates[np.argsort(-totals, kind="stable")[:wanted]])
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
 
@@ -152,10 +148,10 @@ def evaluate(ctx: EvalContext) -> Evaluation:
     due: list[datetime] = []
     _schedule(ctx, result, due)
     if result.status.failed:
-        result.selected, result.selected_by_name, result.unscheduled, result.scores = [], [], 0, {}
+        result.selected, result.unscheduled, result.scores = [], 0, {}
 
     groups, group_status = build_groups(
-        spec.decision_strategy.group_strategy, ctx.compiled, result.selected_by_name, view
+        spec.decision_strategy.group_strategy, ctx.compiled, sorted(result.selected), view
     )
     if group_status.failed:
         result.status = group_status

@@ -27,11 +27,11 @@ def balance_scores(counts: Iterable[int], max_count: int) -> NDArray[np.int64]:
 
 @lru_cache(maxsize=64)
 def _table(max_count: int) -> NDArray[np.int64]:
-    """The score of every count up to max_count + 1 (an own-decision count can exceed the others' maximum).
+    """The score of every count from 0 to max_count.
 
     A cold start needs a table for almost every maximum on the way up, thousands of entries each.
     """
-    table = balance_scores(range(max_count + 2), max_count)
+    table = balance_scores(range(max_count + 1), max_count)
     table.flags.writeable = False
     return table
 

@@ -81,8 +81,6 @@ def taint_outcome(
 class _Outcomes:
     """The taint filter's answer for one toleration list at one instant, over every tainted cluster."""
 
-    failed: NDArray[np.bool_]
-    """By fleet id: fail whether held or not."""
     failed_if_new: frozenset[str]
     """Fail unless held (an untolerated NoSelectIfNew taint)."""
     failed_if_none_held: NDArray[np.bool_]
@@ -108,7 +106,7 @@ def _outcomes(view: InventoryView, tolerations: Sequence[Toleration], now: datet
         if held[1] or new[1]:
             expiries[name] = (held[1], new[1])
     fleet = view.fleet()
-    return _Outcomes(fleet.mask(failed), frozenset(failed_if_new), fleet.mask(failed | failed_if_new), expiries)
+    return _Outcomes(frozenset(failed_if_new), fleet.mask(failed | failed_if_new), expiries)
 
 
 class TaintTolerationFilter:

@@ -61,8 +61,8 @@ def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list
 @pytest.mark.parametrize("max_count", [1, 2, 3, 7, 49, 64, 701, 1999, 2000, 4096])
 def test_cluster_balance_table_is_the_formula(max_count: int) -> None:
     """The score table (numpy doubles) gives exactly the formula's scores, computed here in Python floats, for
-    every count up to max + 1."""
-    expected = [2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 2)]
+    every count up to max."""
+    expected = [2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 1)]
     assert _table(max_count).tolist() == expected
 
 
