@@ -23,7 +23,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from engine.core import SubjectEngine
 from engine.errors import InvalidStateError
 from engine.registry import build_engines
-from engine.runtime import InputRecord, OutputRecord, Runtime
+from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from streams.http import HealthServer
 from streams.kafka.admin import ensure_topics
 from streams.kafka.retry import kafka_retrying
@@ -126,6 +126,7 @@ class Processor:
                 self.settings.engine_settings(),
                 self._queue_config,
                 dead_letter_inventory=False,
+                task_of=self._task_of,
             )
             if self.settings.http_port:
                 self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
@@ -338,17 +339,19 @@ class Processor:
             for r in records
         ]
 
-    async def _publish(
-        self, chunks: Iterable[list[OutputRecord]], offsets: dict[int, dict[TopicPartition, int]]
-    ) -> None:
-        """Commit each task's records and offsets atomically, sending each chunk as the runtime hands it over;
-        records bound to no task go out plainly. The chunks are always exhausted: the runtime's state moves on
-        with them, and a task whose transaction failed is restored from Kafka afterwards."""
+    async def _publish(self, chunks: Iterable[Handover], offsets: dict[int, dict[TopicPartition, int]]) -> None:
+        """Commit each task's records and offsets atomically, sending each chunk as the runtime hands it over
+        and committing a task in the background once the runtime marks it finished; records bound to no task go
+        out plainly. The chunks are always exhausted: the runtime's state moves on with them, and a task whose
+        transaction failed is restored from Kafka afterwards."""
         transactions = TaskTransactions(self._tasks, self._names.name, self._task_of, self.settings.kafka.group_id)
+        pending = dict(offsets)
         for chunk in chunks:
-            await transactions.send(chunk)
+            await transactions.send(chunk.records)
+            if chunk.finished is not None:
+                transactions.finish(chunk.finished, pending.pop(chunk.finished, {}))
             await let_producers_send()
-        for tally in (await transactions.commit(offsets)).values():
+        for tally in await transactions.commit(pending):
             self.metrics.transactions.labels("committed").inc()
             self.metrics.count_produced(tally, self._names.name)
         for task in sorted(transactions.failed):
@@ -360,7 +363,7 @@ class Processor:
             loose.add(transactions.loose)
             self.metrics.count_produced(loose, self._names.name)
 
-    def _engine_timed(self, chunks: Iterator[list[OutputRecord]]) -> Iterator[list[OutputRecord]]:
+    def _engine_timed(self, chunks: Iterator[Handover]) -> Iterator[Handover]:
         """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
         spent = 0.0
         while True:
@@ -384,7 +387,7 @@ class Processor:
             log.error("queue configuration rejected", extra={"path": str(self._queue_file.path), "error": reload.error})
         else:
             log.info("queue configuration reloaded", extra={"sha256": reload.sha256})
-        await self._publish([outputs], {})
+        await self._publish([Handover(outputs)], {})
 
     async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
         for tp in consumer.assignment():

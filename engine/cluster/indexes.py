@@ -67,8 +67,8 @@ class DecisionCounts:
             else:
                 del counts[cluster]
         if self._fleet is not None:
-            self._by_id[self._fleet.ids(added)] += 1  # ids of a set are distinct: no repeated index
-            self._by_id[self._fleet.ids(removed)] -= 1
+            self._step_array(added, 1)
+            self._step_array(removed, -1)
         if levels is None:
             return
         for cluster in added:
@@ -80,6 +80,20 @@ class DecisionCounts:
             _move(levels, now + 1, now)
         while self._highest and not levels.get(self._highest):
             self._highest -= 1
+
+    def _step_array(self, clusters: Collection[str], step: int) -> None:
+        """Move the array's counts of `clusters` by `step`: one by one for the few clusters of a re-decision,
+        where converting them to an id array would cost more than the update."""
+        assert self._fleet is not None
+        by_id = self._by_id
+        if len(clusters) > self._STEPWISE:
+            by_id[self._fleet.ids(clusters)] += step  # ids of a set are distinct: no repeated index
+            return
+        position = self._fleet.position
+        for cluster in clusters:
+            index = position.get(cluster)
+            if index is not None:
+                by_id[index] += step
 
     def over(self, fleet: Fleet) -> NDArray[np.int64]:
         """The counts by fleet id (the array is kept and updated in place: read it, do not keep it)."""

@@ -1,10 +1,12 @@
 """The processing path shared by the Kafka service and `replay`: records in, records out, no I/O.
 
 One call is one batch: inputs are applied in order, every subject they touched is decided once at the end
-(in key order, so the result does not depend on arrival order within the batch), and changelog entries are
-written for each subject whose state changed: the whole state, or for a `PartedStateEngine` only the parts
-that changed. The `*_chunks` forms hand the outputs over every `DECIDE_CHUNK` decided subjects, so the service
-can put the first decisions on the wire while later ones are still being decided.
+(task by task, and in key order within a task, so the result does not depend on arrival order within the
+batch), and changelog entries are written for each subject whose state changed: the whole state, or for a
+`PartedStateEngine` only the parts that changed. The `*_chunks` forms hand the outputs over every
+`DECIDE_CHUNK` decided subjects, so the service can put the first decisions on the wire while later ones are
+still being decided, and say when a task's outputs are complete, so its transaction can commit while the next
+task is decided.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +32,7 @@ from engine.errors import EngineError, InvalidStateError, RoutingError
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from engine.inventory.store import TAINTS_KIND
 from engine.runtime.deadletter import dead_letter
-from engine.runtime.records import InputRecord, OutputRecord, Stage
+from engine.runtime.records import Handover, InputRecord, OutputRecord, Stage
 from engine.runtime.routing import changelog_key, inventory_key, split_changelog_key, subject_key_of, subject_kind
 from topics.codec import DecodedEvent, decode_event, dumps, encode_event, loads
 from topics.envelope import CONTENT_TYPE
@@ -81,6 +83,7 @@ class Runtime:
         queue_config: Any = None,
         *,
         dead_letter_inventory: bool = True,
+        task_of: Callable[[str], int] | None = None,
     ) -> None:
         self.inventory = Inventory()
         self.settings = settings or EngineSettings()
@@ -88,6 +91,8 @@ class Runtime:
         self.states: dict[str, Any] = {}
         self.dead_letter_inventory = dead_letter_inventory
         """Only one instance dead-letters bad global-table records, or every instance would."""
+        self.task_of: Callable[[str], int] = task_of or _one_task
+        """The task (input partition) owning a subject; replay runs everything as one task."""
         self._engines = {engine.KIND: engine for engine in engines}
         self._parted: dict[str, PartedStateEngine] = {
             engine.KIND: engine for engine in engines if isinstance(engine, PartedStateEngine)
@@ -132,7 +137,7 @@ class Runtime:
         """Apply a batch of consumed records (inventory and subject records, in order)."""
         return _joined(self.process_chunks(records, now))
 
-    def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[list[OutputRecord]]:
+    def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[Handover]:
         """`process`, handing the outputs over in chunks; the batch is only complete once exhausted."""
         batch = _Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
         ctx = self.context(now)
@@ -154,21 +159,22 @@ class Runtime:
         """Run every timer due at `now`, earliest first, each at its own instant."""
         return _joined(self.fire_timer_chunks(now))
 
-    def fire_timer_chunks(self, now: datetime) -> Iterator[list[OutputRecord]]:
-        """`fire_timers`, handing over each timer's outputs as it runs."""
+    def fire_timer_chunks(self, now: datetime) -> Iterator[Handover]:
+        """`fire_timers`, handing over each timer's outputs as it runs; no task is marked finished, as the next
+        timer may belong to any task (a transaction per timer would cost more than it gains)."""
         while (due := self.next_timer()) is not None and due <= now:
             key = heapq.heappop(self._timers)[1]
             del self._due[key]
             batch = _Batch(f"timer|{key}|{due.isoformat()}")
             ctx = self.context(due)
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
-            yield from self._finish(batch, ctx)
+            yield from self._finish(batch, ctx, mark_finished=False)
 
     def redecide(self, keys: Iterable[str], now: datetime) -> list[OutputRecord]:
         """Decide the given subjects once, e.g. after restore, when the inventory may have moved on."""
         return _joined(self.redecide_chunks(keys, now))
 
-    def redecide_chunks(self, keys: Iterable[str], now: datetime) -> Iterator[list[OutputRecord]]:
+    def redecide_chunks(self, keys: Iterable[str], now: datetime) -> Iterator[Handover]:
         """`redecide`, handing the outputs over in chunks."""
         batch = _Batch(f"redecide|{now.isoformat()}")
         batch.dirty.update(k for k in keys if k in self.states)
@@ -294,26 +300,40 @@ class Runtime:
         else:
             batch.dirty.discard(key)
 
-    def _finish(self, batch: _Batch, ctx: EngineContext) -> Iterator[list[OutputRecord]]:
-        """Decide the dirty subjects chunk by chunk, each chunk with its changelog entries, then write the
-        changelog of the other touched subjects. A subject's state is final once decided, so its entry can go."""
-        dirty = sorted(batch.dirty)
+    def _finish(self, batch: _Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
+        """Decide the dirty subjects task by task, chunk by chunk, each chunk with its changelog entries, then
+        write the changelog of the task's other touched subjects and mark the task finished. A subject's state is
+        final once decided, so its entry can go at once."""
+        task_of = self.task_of
+        by_task: dict[int, tuple[list[str], list[str]]] = {}
+        for key in batch.dirty:
+            by_task.setdefault(task_of(key), ([], []))[0].append(key)
+        for key in batch.touched:
+            by_task.setdefault(task_of(key), ([], []))[1].append(key)
         batch.dirty.clear()
-        for start in range(0, len(dirty), DECIDE_CHUNK):
-            for key in dirty[start : start + DECIDE_CHUNK]:
-                state = self.states.get(key)
-                if state is not None:
-                    engine = self.engine_for(key)
-                    self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
-                    batch.touched.discard(key)
+        for task in sorted(by_task):
+            dirty, touched = by_task[task]
+            dirty.sort()
+            for start in range(0, len(dirty), DECIDE_CHUNK):
+                if start and batch.outputs:
+                    yield Handover(batch.hand_over())
+                for key in dirty[start : start + DECIDE_CHUNK]:
+                    state = self.states.get(key)
+                    if state is not None:
+                        engine = self.engine_for(key)
+                        self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+                        batch.touched.discard(key)
+                        self._write_changelog(batch, key)
+            for key in sorted(touched):
+                if key in batch.touched:
                     self._write_changelog(batch, key)
-            if batch.outputs:
-                yield batch.hand_over()
-        for key in sorted(batch.touched):
-            self._write_changelog(batch, key)
+            if mark_finished:
+                yield Handover(batch.hand_over(), finished=task)
+            elif batch.outputs:
+                yield Handover(batch.hand_over())
         batch.touched.clear()
         if batch.outputs:
-            yield batch.hand_over()
+            yield Handover(batch.hand_over())
 
     def _emit(self, batch: _Batch, subject: str | None, emit: Emit, now: datetime) -> None:
         key = emit.key or subject
@@ -373,8 +393,12 @@ class Runtime:
             batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
 
 
-def _joined(chunks: Iterable[list[OutputRecord]]) -> list[OutputRecord]:
-    return [record for chunk in chunks for record in chunk]
+def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:
+    return [record for chunk in chunks for record in chunk.records]
+
+
+def _one_task(key: str) -> int:
+    return 0
 
 
 def _digest(value: bytes) -> bytes:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from topics.names import TopicRole
 
-__all__ = ["Header", "InputRecord", "OutputRecord", "Stage"]
+__all__ = ["Handover", "Header", "InputRecord", "OutputRecord", "Stage"]
 
 Header = tuple[str, bytes]
 
@@ -47,3 +47,15 @@ class OutputRecord:
     headers: tuple[Header, ...] = ()
     subject: str | None = None
     partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """Outputs handed over while a batch is still being decided.
+
+    `finished` names a task none of whose later outputs in this batch will come: its transaction can commit
+    while the other tasks are still being decided, so a deployer sees it that much sooner.
+    """
+
+    records: list[OutputRecord]
+    finished: int | None = None

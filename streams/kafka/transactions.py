@@ -1,8 +1,9 @@
 """The transactions of one batch, fed while the engine is still deciding.
 
 Each task's transaction opens with the first record bound to it, records stream into it as the runtime hands
-them over, and at the end it takes the task's consumed offsets and commits. A read_committed deployer still
-sees a batch all at once; what is gained is that sending overlaps deciding instead of following it.
+them over, and it commits with the task's consumed offsets as soon as the runtime says the task's outputs are
+complete (or at the end of the batch), while later tasks are still being decided. A read_committed deployer
+sees each task's part of a batch at once; it reads the first tasks' decisions while the last are computed.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class TaskTransactions:
         self._group_id = group_id
         self._owned = tasks.owned
         self._open: dict[int, _Open] = {}
+        self._finishing: dict[int, asyncio.Future[OutputTally | None]] = {}
+        """Tasks committing in the background since the runtime marked them finished."""
         self.failed: set[int] = set()
         """Tasks whose transaction was aborted; their state must be restored from Kafka."""
         self.loose: list[OutputRecord] = []
@@ -83,44 +86,71 @@ class TaskTransactions:
                 continue
             try:
                 opened = await self._opened(task)
+                if opened is None:  # its background commit failed meanwhile
+                    continue
                 opened.tally.add(bound)
                 await opened.sender.add(bound)
             except KafkaError as exc:
                 await self._abort(task, exc)
 
-    async def commit(self, offsets: dict[int, Offsets]) -> dict[int, OutputTally]:
-        """Add each task's offsets, wait for its records and commit, task after task (committing them
-        concurrently measured slower). Returns the tally of the committed records per task."""
-        committed: dict[int, OutputTally] = {}
-        for task in sorted((set(self._open) | set(offsets)) & self._owned - self.failed):
-            try:
-                opened = await self._opened(task)
-                if offsets.get(task):
-                    await opened.producer.send_offsets_to_transaction(offsets[task], self._group_id)
-                await opened.sender.flush()
-                del self._open[task]
-                await opened.transaction.aclose()
-            except KafkaError as exc:
-                await self._abort(task, exc)
-                continue
-            committed[task] = opened.tally
-        return committed
+    def finish(self, task: int, offsets: Offsets) -> None:
+        """The task's outputs of this batch are all sent: commit them with `offsets` in the background, while
+        the engine decides the next tasks. A record for the task after this opens a new transaction."""
+        if task not in self._owned or task in self.failed or task in self._finishing:
+            return
+        opened = self._open.pop(task, None)
+        if opened is None and not offsets:
+            return
+        self._finishing[task] = asyncio.ensure_future(self._commit_task(task, opened, offsets))
 
-    async def _opened(self, task: int) -> _Open:
+    async def commit(self, offsets: dict[int, Offsets]) -> list[OutputTally]:
+        """Wait for the tasks committing in the background, then add each other task's offsets, wait for its
+        records and commit, task after task (committing them concurrently measured slower). Returns the tally
+        of the records of each committed transaction."""
+        committed: list[OutputTally | None] = []
+        for task in sorted(self._finishing):
+            committed.append(await self._finishing.pop(task))
+        for task in sorted((set(self._open) | set(offsets)) & self._owned - self.failed):
+            committed.append(await self._commit_task(task, self._open.pop(task, None), offsets.get(task, {})))
+        return [tally for tally in committed if tally is not None]
+
+    async def _commit_task(self, task: int, opened: _Open | None, offsets: Offsets) -> OutputTally | None:
+        """Commit one task's transaction with its offsets; None when it was aborted instead."""
+        try:
+            if opened is None:
+                opened = await self._begin(task)
+            if offsets:
+                await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
+            await opened.sender.flush()
+            await opened.transaction.aclose()
+        except KafkaError as exc:
+            await self._abort(task, exc, opened)
+            return None
+        return opened.tally
+
+    async def _opened(self, task: int) -> _Open | None:
+        """The task's open transaction, begun if need be; None once the task failed."""
         opened = self._open.get(task)
         if opened is None:
-            producer = self._tasks.get(task)
-            transaction = AsyncExitStack()
-            await transaction.enter_async_context(producer.transaction())
-            sender = RecordSender(producer, self._topic_of, self._task_of)
-            opened = self._open[task] = _Open(producer, sender, transaction)
+            committing = self._finishing.get(task)
+            if committing is not None:  # one producer, one transaction at a time
+                await asyncio.shield(committing)
+            if task in self.failed:
+                return None
+            opened = self._open[task] = await self._begin(task)
         return opened
 
-    async def _abort(self, task: int, error: KafkaError) -> None:
+    async def _begin(self, task: int) -> _Open:
+        producer = self._tasks.get(task)
+        transaction = AsyncExitStack()
+        await transaction.enter_async_context(producer.transaction())
+        return _Open(producer, RecordSender(producer, self._topic_of, self._task_of), transaction)
+
+    async def _abort(self, task: int, error: KafkaError, opened: _Open | None = None) -> None:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""
         log.error("transaction failed; the task will be restored from Kafka", extra={"task": task, "error": str(error)})
         self.failed.add(task)
-        opened = self._open.pop(task, None)
+        opened = self._open.pop(task, opened)
         if opened is None:
             return
         try:

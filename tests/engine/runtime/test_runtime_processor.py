@@ -17,7 +17,7 @@ import pytest
 from engine.core import Emit, EngineContext, Step
 from engine.errors import RoutingError
 from engine.inventory import InventoryChange
-from engine.runtime import InputRecord, OutputRecord, Runtime, Stage
+from engine.runtime import Handover, InputRecord, OutputRecord, Runtime, Stage
 from engine.runtime.processor import DECIDE_CHUNK
 from engine.runtime.routing import changelog_key, split_changelog_key
 from topics.codec import DecodedEvent
@@ -287,8 +287,8 @@ def test_output_ids_are_deterministic_per_input(engine: CountingEngine) -> None:
     assert run() == run()
 
 
-def _subjects(chunk: list[OutputRecord], topic: TopicRole) -> list[str | None]:
-    return [o.subject for o in chunk if o.topic is topic]
+def _subjects(chunk: Handover, topic: TopicRole) -> list[str | None]:
+    return [o.subject for o in chunk.records if o.topic is topic]
 
 
 @pytest.mark.parametrize(
@@ -303,8 +303,35 @@ def test_outputs_are_handed_over_per_chunk_of_decided_subjects(placements: int, 
         assert _subjects(chunk, TopicRole.DECISIONS) == _subjects(chunk, TopicRole.CHANGELOG)
         assert len(_subjects(chunk, TopicRole.DECISIONS)) <= DECIDE_CHUNK
     whole = Runtime([CountingEngine()]).process(inputs, T0)
-    assert [o.value for chunk in handed for o in chunk] == [o.value for o in whole]
+    assert [o.value for chunk in handed for o in chunk.records] == [o.value for o in whole]
+    assert [chunk.finished for chunk in handed] == [None] * (chunks - 1) + [0], "one task: finished at the end"
     assert len(decided(whole)) == placements
+
+
+def _task_by_number(key: str) -> int:
+    """Placement/ns/pNNNN belongs to task NNNN % 3."""
+    return int(key[-4:]) % 3
+
+
+@pytest.mark.parametrize("placements", [1, 5, DECIDE_CHUNK + 2, 3 * DECIDE_CHUNK + 1])
+def test_subjects_are_decided_task_by_task_and_each_task_is_marked_finished_after_its_last_output(
+    placements: int,
+) -> None:
+    engine = CountingEngine()
+    runtime = Runtime([engine], task_of=_task_by_number)
+    names = [f"p{i:04}" for i in range(placements)]
+    handed = list(runtime.process_chunks([cluster("c", "a")] + [placement(n, "a") for n in reversed(names)], T0))
+    keys = [f"Placement/ns/{n}" for n in names]
+    assert engine.decided == sorted(keys, key=lambda k: (_task_by_number(k), k))
+    tasks = sorted({_task_by_number(k) for k in keys})
+    assert [c.finished for c in handed if c.finished is not None] == tasks, "each task once, in task order"
+    finished: set[int] = set()
+    for chunk in handed:
+        for record in chunk.records:
+            assert record.subject is not None and _task_by_number(record.subject) not in finished
+        if chunk.finished is not None:
+            finished.add(chunk.finished)
+    assert sorted(_subjects(Handover([o for c in handed for o in c.records]), TopicRole.CHANGELOG)) == sorted(keys)
 
 
 def test_redecide_and_timers_hand_over_in_chunks(runtime: Runtime) -> None:
@@ -313,12 +340,14 @@ def test_redecide_and_timers_hand_over_in_chunks(runtime: Runtime) -> None:
     runtime.process([cluster("c", "a")], T0 + timedelta(seconds=1))  # every decision changes
     fired = list(runtime.fire_timer_chunks(T0 + timedelta(seconds=10)))
     assert len(fired) == many  # one timer, one batch, one hand-over each
-    assert all(_subjects(c, TopicRole.CHANGELOG) == [c[0].subject] for c in fired)
+    assert all(_subjects(c, TopicRole.CHANGELOG) == [c.records[0].subject] for c in fired)
+    assert all(c.finished is None for c in fired), "the next timer may be any task's: none is finished"
     for entry in first:  # as if restored from a changelog written before the cluster came
         if entry.topic is TopicRole.CHANGELOG:
             runtime.restore(entry.key.decode(), entry.value)
     redecided = list(runtime.redecide_chunks(list(runtime.states), T0 + timedelta(seconds=20)))
     assert [len(_subjects(c, TopicRole.DECISIONS)) for c in redecided] == [DECIDE_CHUNK, 3]
+    assert [c.finished for c in redecided] == [None, 0]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,99 @@
+"""A batch's task transactions on a real broker: a task the runtime marks finished commits at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from kafka_support import KafkaWorld, Record
+
+from engine.runtime import OutputRecord
+from streams.kafka.admin import ensure_topics
+from streams.kafka.tasks import TaskProducers
+from streams.kafka.transactions import TaskTransactions
+from streams.settings import Settings
+from topics.names import TopicRole
+
+pytestmark = pytest.mark.integration
+
+
+def _task_of(subject: str) -> int:
+    return int(subject[-1])
+
+
+def _decision(subject: str) -> OutputRecord:
+    return OutputRecord(TopicRole.DECISIONS, subject.encode(), b"{}", subject=subject)
+
+
+def _keys(records: list[Record]) -> set[bytes | None]:
+    return {r.key for r in records}
+
+
+async def _started(world: KafkaWorld) -> tuple[Settings, TaskProducers]:
+    settings = world.settings()
+    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
+    await admin.start()
+    try:
+        await ensure_topics(settings, admin)
+    finally:
+        await admin.close()
+    producers = TaskProducers(settings.kafka)
+    for task in range(world.partitions):
+        await producers.start(task)
+    return settings, producers
+
+
+async def _committed(world: KafkaWorld, topic: str, expected: dict[int, int]) -> dict[int, int]:
+    """The group's offsets once they equal `expected`, or as they are after 15 s."""
+    offsets = await world.committed_offsets(topic)
+    for _ in range(150):
+        if offsets == expected:
+            break
+        await asyncio.sleep(0.1)
+        offsets = await world.committed_offsets(topic)
+    return offsets
+
+
+async def test_a_finished_task_commits_while_the_other_stays_open(world: KafkaWorld) -> None:
+    settings, producers = await _started(world)
+    topics = settings.topics
+    try:
+        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await transactions.send([_decision("a0"), _decision("a1")])
+        transactions.finish(0, {TopicPartition(topics.submissions, 0): 7})
+        seen = await world.collect(topics.decisions, lambda r: b"a0" in _keys(r))
+        assert b"a1" not in _keys(seen), "task 1's transaction is still open"
+        assert await _committed(world, topics.submissions, {0: 7}) == {0: 7}, "with task 0's offsets"
+
+        await transactions.send([_decision("b0")])  # task 0 again: a second transaction of the batch
+        tallies = await transactions.commit({1: {TopicPartition(topics.submissions, 1): 3}})
+        assert [sum(t.topics.values()) for t in tallies] == [1, 1, 1]
+        assert not transactions.failed
+        everything = await world.collect(topics.decisions, lambda r: {b"a0", b"a1", b"b0"} <= _keys(r))
+        assert sorted(r.key for r in everything if r.key is not None) == [b"a0", b"a1", b"b0"]
+        assert await _committed(world, topics.submissions, {0: 7, 1: 3}) == {0: 7, 1: 3}
+    finally:
+        await producers.stop_all()
+
+
+async def test_a_fenced_task_fails_alone_and_takes_no_more_records(world: KafkaWorld) -> None:
+    settings, producers = await _started(world)
+    topics = settings.topics
+    zombie = AIOKafkaProducer(bootstrap_servers=world.bootstrap, transactional_id=producers.transactional_id(0))
+    try:
+        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await transactions.send([_decision("a0"), _decision("a1")])
+        await zombie.start()  # bumps task 0's epoch: its producer is fenced
+        transactions.finish(0, {TopicPartition(topics.submissions, 0): 7})
+        await transactions.send([_decision("b0")])  # waits for task 0's commit, which fails
+        tallies = await transactions.commit({})
+        assert transactions.failed == {0}
+        assert [sum(t.topics.values()) for t in tallies] == [1], "task 1 alone committed"
+        seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
+        assert _keys(seen) == {b"a1"}
+        assert await world.committed_offsets(topics.submissions) == {}
+    finally:
+        await zombie.stop()
+        await producers.stop_all()
