@@ -4,9 +4,10 @@
 2. Kafka: inventory and the N placements pre-produced, a Processor started in this process, time until every
    placement's first decision is committed, as seen by a read_committed reader in another process (a deployer);
 3. on two clusters, a typical one (the median number of decisions hold it) and the one most decisions hold:
-   its label changed, then a NoSelect taint added. For each, the time from producing the change until every
-   resulting decision is published, how many placements were re-decided versus how many decisions changed,
-   and how many megabytes of records the change produced;
+   its label changed, then a NoSelect taint added. For each, the time from producing the change until the
+   first and until every resulting decision is published (each task's decisions are committed as soon as
+   they are decided), how many placements were re-decided versus how many decisions changed, and how many
+   megabytes of records the change produced;
 4. the Kafka share of the largest change: its records published again with the processor's own producer
    settings and sending code, without the engine;
 5. peak RSS of this process.
@@ -254,8 +255,10 @@ async def through_kafka(
             await _until(lambda s=seen, e=expected: len(tail.arrivals) >= s + e, 30, "the re-decisions")
             new = tail.arrivals[seen:]
             last = max((at for at, _ in new), default=time.monotonic())
+            first = min((at for at, _ in new), default=last)
             figures[f"{label}: re-decided"] = cluster_engine.decide_calls - calls
             figures[f"{label}: decisions changed"] = len({key for _, key in new})
+            figures[f"{label}: produce -> first decision ms"] = round((first - started) * 1000, 1)
             figures[f"{label}: produce -> last decision ms"] = round((last - started) * 1000, 1)
         processor.request_stop()
         await asyncio.wait_for(task, 30)
