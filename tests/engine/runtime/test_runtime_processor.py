@@ -325,13 +325,30 @@ def test_subjects_are_decided_task_by_task_and_each_task_is_marked_finished_afte
     assert engine.decided == sorted(keys, key=lambda k: (_task_by_number(k), k))
     tasks = sorted({_task_by_number(k) for k in keys})
     assert [c.finished for c in handed if c.finished is not None] == tasks, "each task once, in task order"
+    _assert_nothing_after_its_task_finished(handed)
+    assert sorted(_subjects(Handover([o for c in handed for o in c.records]), TopicRole.CHANGELOG)) == sorted(keys)
+
+    # a deleted subject is touched, not decided: its tombstone still comes within its own task
+    deletion = record(
+        TopicRole.SUBMISSIONS,
+        keys[-1],
+        event("placement.deleted", {"metadata": {"name": names[-1], "namespace": "ns"}}),
+    )
+    again = list(runtime.process_chunks([cluster("c2", "a"), deletion], T0))
+    _assert_nothing_after_its_task_finished(again)
+    assert [c.finished for c in again if c.finished is not None] == tasks
+    changelog = [o for c in again for o in c.records if o.topic is TopicRole.CHANGELOG]
+    assert sorted(o.subject for o in changelog if o.subject) == sorted(keys)
+    assert [o.subject for o in changelog if o.value is None] == [keys[-1]]
+
+
+def _assert_nothing_after_its_task_finished(handed: list[Handover]) -> None:
     finished: set[int] = set()
     for chunk in handed:
-        for record in chunk.records:
-            assert record.subject is not None and _task_by_number(record.subject) not in finished
+        for output in chunk.records:
+            assert output.subject is not None and _task_by_number(output.subject) not in finished
         if chunk.finished is not None:
             finished.add(chunk.finished)
-    assert sorted(_subjects(Handover([o for c in handed for o in c.records]), TopicRole.CHANGELOG)) == sorted(keys)
 
 
 def test_redecide_and_timers_hand_over_in_chunks(runtime: Runtime) -> None:
