@@ -39,7 +39,8 @@ class DecisionCounts:
     """
 
     _STEPWISE = 16
-    """Changes of at most this many clusters update the tally in place; larger ones drop it."""
+    """Changes of at most this many clusters update the tally in place (larger ones drop it) and the counts
+    array cluster by cluster (larger ones through an id array)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()

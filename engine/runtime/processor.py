@@ -91,7 +91,7 @@ class Runtime:
         self.states: dict[str, Any] = {}
         self.dead_letter_inventory = dead_letter_inventory
         """Only one instance dead-letters bad global-table records, or every instance would."""
-        self.task_of: Callable[[str], int] = task_of or _one_task
+        self._task_of: Callable[[str], int] = task_of or _one_task
         """The task (input partition) owning a subject; replay runs everything as one task."""
         self._engines = {engine.KIND: engine for engine in engines}
         self._parted: dict[str, PartedStateEngine] = {
@@ -302,9 +302,9 @@ class Runtime:
 
     def _finish(self, batch: _Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
         """Decide the dirty subjects task by task, chunk by chunk, each chunk with its changelog entries, then
-        write the changelog of the task's other touched subjects and mark the task finished. A subject's state is
-        final once decided, so its entry can go at once."""
-        task_of = self.task_of
+        write the changelog of the task's touched subjects (nothing is rewritten for those just decided) and mark
+        the task finished. A subject's state is final once decided, so its entry can go at once."""
+        task_of = self._task_of
         by_task: dict[int, tuple[list[str], list[str]]] = {}
         for key in batch.dirty:
             by_task.setdefault(task_of(key), ([], []))[0].append(key)
@@ -322,11 +322,9 @@ class Runtime:
                     if state is not None:
                         engine = self.engine_for(key)
                         self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
-                        batch.touched.discard(key)
                         self._write_changelog(batch, key)
             for key in sorted(touched):
-                if key in batch.touched:
-                    self._write_changelog(batch, key)
+                self._write_changelog(batch, key)
             if mark_finished:
                 yield Handover(batch.hand_over(), finished=task)
             elif batch.outputs:
