@@ -105,7 +105,8 @@ def answer_may_change(
         return True
     if delta.before != delta.after and (compiled.groups or compiled.group_error is not None):
         return holds or predicates_could_pass(compiled, versions)  # group selectors read labels and claims
-    passed = (predicates_could_pass(compiled, (delta.before,)), predicates_could_pass(compiled, (delta.after,)))
+    was = predicates_could_pass(compiled, (delta.before,))
+    passed = (was, was if delta.after is delta.before else predicates_could_pass(compiled, (delta.after,)))
     if delta.taints is not None:  # labels and claims are the same on both sides, and so is the predicate answer
         tolerations = placement.spec.tolerations
         before = taint_outcome(delta.taints[0], tolerations, now, held=holds)

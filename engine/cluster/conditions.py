@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 
 from engine.cluster.status import Code, PluginStatus
 from topics.k8s import Condition
@@ -14,13 +15,17 @@ MISCONFIGURED = "PlacementMisconfigured"
 SATISFIED = "PlacementSatisfied"
 
 
+@lru_cache(maxsize=256)
+def _condition(kind: str, ok: bool, reason: str, message: str) -> Condition:
+    """One shared (frozen) object per distinct condition: every evaluation builds two, mostly the same ones."""
+    return Condition(type=kind, status="True" if ok else "False", reason=reason, message=message)
+
+
 def misconfigured_condition(status: PluginStatus) -> Condition:
     """True only for a final Misconfigured status (Warning and Error count as configured)."""
     if status.code is Code.MISCONFIGURED:
-        return Condition(type=MISCONFIGURED, status="True", reason="Misconfigured", message=status.condition_message())
-    return Condition(
-        type=MISCONFIGURED, status="False", reason="Succeedconfigured", message="Placement configurations check pass"
-    )
+        return _condition(MISCONFIGURED, True, "Misconfigured", status.condition_message())
+    return _condition(MISCONFIGURED, False, "Succeedconfigured", "Placement configurations check pass")
 
 
 def satisfied_condition(
@@ -36,7 +41,7 @@ def satisfied_condition(
     """The first matching rule of J2."""
 
     def cond(ok: bool, reason: str, message: str) -> Condition:
-        return Condition(type=SATISFIED, status="True" if ok else "False", reason=reason, message=message)
+        return _condition(SATISFIED, ok, reason, message)
 
     if not has_bindings:
         return cond(
@@ -60,11 +65,22 @@ def satisfied_condition(
 
 
 def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now: datetime) -> list[Condition]:
-    """Keep a condition's lastTransitionTime unless its status flips (new conditions get `now`)."""
+    """Keep a condition's lastTransitionTime unless its status flips (new conditions get `now`); a condition
+    that did not change at all is the previous object."""
     by_type = {c.type: c for c in previous}
     out: list[Condition] = []
     for condition in new:
         old = by_type.get(condition.type)
+        if old is not None and old.last_transition_time is not None and _same_but_time(old, condition):
+            out.append(old)
+            continue
         when = old.last_transition_time if old is not None and old.status == condition.status else None
         out.append(condition.model_copy(update={"last_transition_time": when or now}))
     return out
+
+
+def _same_but_time(old: Condition, new: Condition) -> bool:
+    """Whether the two conditions differ at most in lastTransitionTime (which the result takes from `old`)."""
+    return {**old.__dict__, "last_transition_time": new.last_transition_time} == new.__dict__ and (
+        old.model_extra == new.model_extra
+    )

@@ -94,15 +94,25 @@ class ClusterPlacementEngine:
         self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, explain: bool = False
     ) -> Evaluation:
         self.evaluations += 1
-        placement = state.placement
+        placement, published = state.placement, state.published
+        view = self.view(ctx.inventory)
+        fleet = view.fleet()
+        # the published decision's ids are kept from the evaluation that made it: a decision holds hundreds of
+        # clusters, and Balance (the tracked decision) and Steady (the current one) read them every time
+        current_ids = None
+        if published is not None and published.decided is current:
+            current_ids = published.decided_ids(fleet)
+        tracked = self._index.tracked.get(key)
+        own_ids = current_ids if tracked is not None and tracked.decided is current else None
         eval_ctx = EvalContext(
             placement=placement,
-            view=self.view(ctx.inventory),
+            view=view,
             now=ctx.now,
             current=current,
-            others=self._index.others(key),
+            others=self._index.others(key, fleet, own_ids),
             compiled=self.compiled(key, placement),
             explain=explain or key in ctx.settings.explain,
+            current_ids=current_ids,
         )
         return evaluate(eval_ctx)
 
@@ -184,6 +194,8 @@ class ClusterPlacementEngine:
         ):
             return [], state, evaluation
         published = self._published(state, evaluation, warning, ctx.now)
+        if evaluation.fleet is not None and len(evaluation.selected_ids) == len(published.decided):
+            published.remember_ids(evaluation.fleet, evaluation.selected_ids)
         meta = state.placement.metadata
         explain = key in ctx.settings.explain
         emits = [
@@ -213,11 +225,9 @@ class ClusterPlacementEngine:
             return False
         if any(p.name == "Steady" and p.weight < 0 for p in evaluation.prioritizers):
             return True
-        dropped = before - after
-        if not dropped:
-            return False
-        view = self.view(ctx.inventory)
-        return any(name in dropped for name in view.no_select_if_new().intersection(evaluation.available))
+        # the few NoSelectIfNew clusters are searched, not the hundreds a decision holds
+        dropped = [name for name in self.view(ctx.inventory).no_select_if_new() if name in before and name not in after]
+        return bool(dropped) and not set(evaluation.available).isdisjoint(dropped)
 
     def on_timer(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """A toleration or score expiry, or the resync, is due: re-evaluate."""

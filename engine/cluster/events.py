@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
 
 from engine.cluster.groups import Page
 from engine.cluster.pipeline import Evaluation
@@ -39,7 +38,7 @@ def page_objects(namespace: str, placement: str, pages: Sequence[Page]) -> list[
     """PlacementDecision objects with the upstream names and labels (spec I2–I4)."""
     out: list[PlacementDecisionPage] = []
     for page in pages:
-        decisions = list(map(_decision, page.clusters))
+        decisions = list(map(_DECISIONS.__getitem__, page.clusters))
         out.append(
             {
                 "apiVersion": DECISION_API_VERSION,
@@ -59,11 +58,22 @@ def page_objects(namespace: str, placement: str, pages: Sequence[Page]) -> list[
     return out
 
 
-@lru_cache(maxsize=1 << 16)
-def _decision(cluster: str) -> ClusterDecision:
-    """A page entry, one shared object per cluster name: the entries are only serialised, never changed, and a
-    cold start would otherwise build one per selected cluster (900,000 in the benchmark), a twentieth of it."""
-    return {"clusterName": cluster, "reason": ""}
+class _Decisions(dict[str, ClusterDecision]):
+    """Page entries, one shared object per cluster name: the entries are only serialised, never changed, and a
+    cold start would otherwise build one per selected cluster (900,000 in the benchmark), a twentieth of it.
+    A dict with `__missing__` because every event looks up hundreds of names, a plain lookup in C each."""
+
+    LIMIT = 1 << 16
+
+    def __missing__(self, cluster: str) -> ClusterDecision:
+        if len(self) >= self.LIMIT:  # names of clusters long gone must not pile up
+            self.clear()
+        entry: ClusterDecision = {"clusterName": cluster, "reason": ""}
+        self[cluster] = entry
+        return entry
+
+
+_DECISIONS = _Decisions()
 
 
 def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:

@@ -8,7 +8,7 @@ the inventory's names, so ascending ids are name order (the candidates' order an
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from itertools import repeat
+from itertools import count, repeat
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,15 +21,18 @@ Ids = NDArray[np.intp]
 _NO_IDS: Ids = np.zeros(0, dtype=np.intp)
 _NO_IDS.flags.writeable = False
 _RECENT = 4
+_SERIALS = count()
 
 
 class Fleet:
     """The names of every cluster of one inventory version, by id; shared by views while no cluster comes or
     goes, so arrays built over it stay valid across label and taint changes."""
 
-    __slots__ = ("_labels", "_recent", "names", "position")
+    __slots__ = ("_labels", "_recent", "names", "position", "serial")
 
     def __init__(self, names: Iterable[str]) -> None:
+        self.serial = next(_SERIALS)
+        """Tells fleets apart without keeping them alive (ids memoised elsewhere are valid for one serial)."""
         self.names: tuple[str, ...] = tuple(sorted(names))
         self.position: dict[str, int] = {name: index for index, name in enumerate(self.names)}
         self._labels: NDArray[np.object_] = np.array(self.names, dtype=object)

@@ -83,6 +83,8 @@ class EvalContext:
     compiled: CompiledPlacement
     explain: bool = False
     """Keep every prioritizer's raw scores (explain data, K4); otherwise scores may go straight into totals."""
+    current_ids: Ids | None = None
+    """`current` as the fleet's ids when the caller already has them (None: converted when read)."""
 
     @property
     def inventory(self) -> Inventory:
@@ -93,6 +95,10 @@ class EvalContext:
     def fleet(self) -> Fleet:
         """The cluster ids of the view."""
         return self.view.fleet()
+
+    def held_ids(self) -> Ids:
+        """`current` as fleet ids, ascending."""
+        return self.fleet.ids(self.current) if self.current_ids is None else self.current_ids
 
 
 @dataclass(frozen=True, slots=True)

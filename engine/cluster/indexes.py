@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.cluster.fleet import Fleet
+from engine.cluster.fleet import Fleet, Ids
 
 __all__ = ["DecisionCounts", "OthersView", "PlacementIndex", "TrackedPlacement"]
 
@@ -111,12 +111,16 @@ class DecisionCounts:
             self._highest = max(levels, default=0)
         return self._highest, levels.get(self._highest, 0)
 
-    def max_without(self, own: frozenset[str]) -> int:
-        """The maximum after removing one placement's decisions `own` (each cluster counted once)."""
+    def max_without(self, own: frozenset[str], own_counts: NDArray[np.int64] | None = None) -> int:
+        """The maximum after removing one placement's decisions `own` (each cluster counted once);
+        `own_counts`, when given, are the counts of every cluster in `own`."""
         highest, at_top = self.top()
         if highest == 0 or at_top > len(own):
             return highest
-        own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
+        if own_counts is None:
+            own_at_top = list(map(self.counts.__getitem__, own)).count(highest)
+        else:
+            own_at_top = int(np.count_nonzero(own_counts == highest))
         return highest if own_at_top < at_top else highest - 1
 
 
@@ -133,12 +137,19 @@ def _move(levels: Counter[int], before: int, after: int) -> None:
 
 
 class OthersView:
-    """BalanceCounts of one placement: the tracked counts minus its own tracked decision."""
+    """BalanceCounts of one placement: the tracked counts minus its own tracked decision.
 
-    def __init__(self, counts: DecisionCounts, own: frozenset[str]) -> None:
+    `own_ids`, the decision as `fleet`'s ids, spare converting hundreds of names in every evaluation.
+    """
+
+    def __init__(
+        self, counts: DecisionCounts, own: frozenset[str], fleet: Fleet | None = None, own_ids: Ids | None = None
+    ) -> None:
         self._counts = counts.counts
         self._all = counts
         self._own = own
+        self._fleet = fleet
+        self._own_ids = own_ids
         self._max: int | None = None
 
     def count(self, cluster: str) -> int:
@@ -146,16 +157,24 @@ class OthersView:
         count = self._counts.get(cluster, 0)
         return count - 1 if cluster in self._own else count
 
+    def _ids(self, fleet: Fleet) -> Ids:
+        return self._own_ids if fleet is self._fleet and self._own_ids is not None else fleet.ids(self._own)
+
     def over(self, fleet: Fleet) -> NDArray[np.int64]:
         """Other placements' counts by fleet id: the tracked counts less this placement's own decision."""
         counts = self._all.over(fleet).copy()
-        counts[fleet.ids(self._own)] -= 1
+        counts[self._ids(fleet)] -= 1
         return counts
 
     def max_count(self) -> int:
         """The largest count over other placements' decisions."""
         if self._max is None:
-            self._max = self._all.max_without(self._own)
+            own_counts = None
+            if self._fleet is not None:
+                ids = self._ids(self._fleet)
+                if len(ids) == len(self._own):  # every own cluster is in the fleet, so the array has them all
+                    own_counts = self._all.over(self._fleet)[ids]
+            self._max = self._all.max_without(self._own, own_counts)
         return self._max
 
 
@@ -212,10 +231,11 @@ class PlacementIndex:
                 out[name].add(key)
         return out
 
-    def others(self, key: str) -> OthersView:
-        """Balance input for `key`: everything tracked except its own decision."""
+    def others(self, key: str, fleet: Fleet | None = None, decided_ids: Ids | None = None) -> OthersView:
+        """Balance input for `key`: everything tracked except its own decision; `decided_ids`, when given, is
+        that decision as `fleet`'s ids."""
         own = self.tracked.get(key)
-        return OthersView(self.counts, own.decided if own is not None else frozenset())
+        return OthersView(self.counts, own.decided if own is not None else frozenset(), fleet, decided_ids)
 
     def in_namespaces(self, namespaces: set[str], sets: set[str] | None) -> set[str]:
         """Placements in the namespaces whose clusterSets is empty or names one of `sets` (None: any)."""

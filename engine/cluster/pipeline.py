@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.cluster.conditions import misconfigured_condition, satisfied_condition
 from engine.cluster.fleet import Fleet, Ids
@@ -47,10 +48,15 @@ class Evaluation:
     removals: list[tuple[str, Ids, Ids]] = field(default_factory=list)
     """(filter, its candidates, those that passed) of every filter that removed any, as fleet ids."""
     prioritizers: list[PrioritizerScores] = field(default_factory=list)
-    scores: dict[str, int] = field(default_factory=dict)
-    """Weighted totals of the clusters that passed both filters (spec K3)."""
+    passed_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """The clusters that passed both filters, as fleet ids (empty when the evaluation failed)."""
+    totals: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Their weighted totals, aligned with `passed_ids`."""
+    _scores: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     selected: list[str] = field(default_factory=list)
     """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
+    selected_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """The selected clusters as fleet ids, ascending (name order)."""
     unscheduled: int = 0
     status: PluginStatus = SUCCESS
     groups: list[Group] = field(default_factory=list)
@@ -59,6 +65,18 @@ class Evaluation:
     """The earliest future instant at which the answer may change by itself (spec L6)."""
     conditions: list[Condition] = field(default_factory=list)
     """[PlacementMisconfigured, PlacementSatisfied] without lastTransitionTime."""
+
+    @property
+    def scores(self) -> dict[str, int]:
+        """Weighted totals of the clusters that passed both filters, by name (spec K3); built when first read,
+        since only a published or explained evaluation needs them."""
+        if self._scores is None:
+            if self.passed_ids is self.selected_ids:  # everything passed was selected, in name order
+                names = self.selected
+            else:
+                names = [] if self.fleet is None else self.fleet.names_of(self.passed_ids)
+            self._scores = dict(zip(names, self.totals.tolist(), strict=True))
+        return self._scores
 
     @property
     def warning(self) -> PluginStatus | None:
@@ -124,12 +142,12 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         result.status = PluginStatus.misconfigured("", f"numberOfClusters cannot be negative: {wanted}")
         result.prioritizers.clear()
         return
-    names = fleet.names_of(candidates)
-    result.scores = dict(zip(names, totals.tolist(), strict=True))
+    result.passed_ids, result.totals = candidates, totals
     if wanted is None:  # everything is selected: rank order is not needed, keep name order
-        result.selected = names
+        result.selected, result.selected_ids = fleet.names_of(candidates), candidates
     else:  # a stable sort keeps ties in name order (G1)
-        result.selected = fleet.names_of(candidates[np.argsort(-totals, kind="stable")[:wanted]])
+        chosen = candidates[np.argsort(-totals, kind="stable")[:wanted]]
+        result.selected, result.selected_ids = fleet.names_of(chosen), np.sort(chosen)
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
 
@@ -148,11 +166,12 @@ def evaluate(ctx: EvalContext) -> Evaluation:
     due: list[datetime] = []
     _schedule(ctx, result, due)
     if result.status.failed:
-        result.selected, result.unscheduled, result.scores = [], 0, {}
+        result.selected, result.selected_ids, result.unscheduled = [], result.selected_ids[:0], 0
+        result.passed_ids, result.totals = result.passed_ids[:0], result.totals[:0]
+    # rank order only when numberOfClusters cut it; ascending ids are name order
+    in_name_order = result.selected if spec.number_of_clusters is None else ctx.fleet.names_of(result.selected_ids)
 
-    groups, group_status = build_groups(
-        spec.decision_strategy.group_strategy, ctx.compiled, sorted(result.selected), view
-    )
+    groups, group_status = build_groups(spec.decision_strategy.group_strategy, ctx.compiled, in_name_order, view)
     if group_status.failed:
         result.status = group_status
     result.groups = groups

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.groups import Page
 from engine.errors import InvalidStateError
 from topics.codec import dump_model
@@ -34,6 +35,8 @@ class Published:
     generation: int
     evaluation_time: datetime
     decided: frozenset[str] = field(init=False, compare=False, repr=False)
+    _ids: tuple[int, Ids] | None = field(default=None, init=False, compare=False, repr=False)
+    """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decided", frozenset(chain.from_iterable(page.clusters for page in self.pages)))
@@ -41,6 +44,19 @@ class Published:
     def clusters(self) -> frozenset[str]:
         """Every decided cluster over all pages."""
         return self.decided
+
+    def decided_ids(self, fleet: Fleet) -> Ids:
+        """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
+        memo = self._ids
+        if memo is not None and memo[0] == fleet.serial:
+            return memo[1]
+        ids = fleet.ids(self.decided)
+        self.remember_ids(fleet, ids)
+        return ids
+
+    def remember_ids(self, fleet: Fleet, ids: Ids) -> None:
+        """Keep `ids` (the decided clusters as `fleet`'s ids, ascending) from the evaluation that decided them."""
+        object.__setattr__(self, "_ids", (fleet.serial, ids))
 
     def same_answer(
         self, pages: Sequence[Page], selected: int, warning: tuple[str, str] | None, conditions: Sequence[Condition]
@@ -82,7 +98,7 @@ def dump_placement_state(state: PlacementState) -> dict[str, Any]:
         "published": None
         if published is None
         else {
-            "pages": [[p.name, p.group_name, p.group_index, list(p.clusters)] for p in published.pages],
+            "pages": [(p.name, p.group_name, p.group_index, p.clusters) for p in published.pages],
             "selected": published.selected,
             "conditions": [dump_model(c) for c in published.conditions],
             "warning": None if published.warning is None else list(published.warning),

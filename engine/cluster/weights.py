@@ -9,9 +9,15 @@ from engine.cluster.registry import ADDON, BUILTIN_PRIORITIZERS, DEFAULT_WEIGHTS
 from engine.cluster.status import SUCCESS, PluginStatus
 from topics.placement import PrioritizerPolicy
 
-__all__ = ["WeightedPrioritizer", "plan_prioritizers"]
+__all__ = ["Plan", "WeightedPrioritizer", "plan_prioritizers"]
 
 _Coordinate = tuple[str, ...]
+Plan = tuple[tuple["WeightedPrioritizer", ...], PluginStatus]
+
+_PLANS: dict[int, tuple[PrioritizerPolicy, Plan]] = {}
+"""Plans by policy object (kept in the entry, so its id is not reused): every evaluation and every
+candidate-change check of a placement plans the same policy object."""
+_PLANS_LIMIT = 1 << 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,22 +28,33 @@ class WeightedPrioritizer:
     weight: int
 
 
-def plan_prioritizers(policy: PrioritizerPolicy) -> tuple[list[WeightedPrioritizer], PluginStatus]:
+def plan_prioritizers(policy: PrioritizerPolicy) -> Plan:
     """The enabled prioritizers in E4 order, or the first misconfiguration (mode, configurations, names)."""
+    memo = _PLANS.get(id(policy))
+    if memo is not None and memo[0] is policy:
+        return memo[1]
+    if len(_PLANS) >= _PLANS_LIMIT:  # replaced placements' policies must not pile up
+        _PLANS.clear()
+    plan = _plan(policy)
+    _PLANS[id(policy)] = (policy, plan)
+    return plan
+
+
+def _plan(policy: PrioritizerPolicy) -> Plan:
     weights: dict[_Coordinate, int] = {}
     if policy.mode == "Additive":
         for name, weight in DEFAULT_WEIGHTS:
             weights[("BuiltIn", name)] = weight
     elif policy.mode != "Exact":
-        return [], PluginStatus.misconfigured("", f"incorrect prioritizer policy mode: {policy.mode}")
+        return (), PluginStatus.misconfigured("", f"incorrect prioritizer policy mode: {policy.mode}")
     for config in policy.configurations:
         coordinate = config.score_coordinate
         if coordinate is None:
-            return [], PluginStatus.misconfigured("", "scoreCoordinate field is required")
+            return (), PluginStatus.misconfigured("", "scoreCoordinate field is required")
         if coordinate.type == "BuiltIn":
             weights[("BuiltIn", coordinate.built_in)] = config.weight
         elif coordinate.add_on is None:
-            return [], PluginStatus.misconfigured("", "addOn should not be empty")
+            return (), PluginStatus.misconfigured("", "addOn should not be empty")
         else:
             weights[("AddOn", coordinate.add_on.resource_name, coordinate.add_on.score_name)] = config.weight
     planned: list[WeightedPrioritizer] = []
@@ -47,8 +64,8 @@ def plan_prioritizers(policy: PrioritizerPolicy) -> tuple[list[WeightedPrioritiz
         if key[0] == "BuiltIn":
             builtin = BUILTIN_PRIORITIZERS.get(key[1])
             if builtin is None:
-                return [], PluginStatus.misconfigured("", f"incorrect builtin prioritizer: {key[1]}")
+                return (), PluginStatus.misconfigured("", f"incorrect builtin prioritizer: {key[1]}")
             planned.append(WeightedPrioritizer(builtin, weight))
         else:
             planned.append(WeightedPrioritizer(ADDON(key[1], key[2]), weight))
-    return planned, SUCCESS
+    return tuple(planned), SUCCESS

@@ -24,5 +24,6 @@ class SteadyPrioritizer(CandidateIndependent):
 
     def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Scores every candidate."""
-        held = ctx.fleet.mask(ctx.current)[candidates]
-        return ScoreResult(held.astype(np.int64) * 100)
+        scores = np.zeros(len(ctx.fleet), dtype=np.int64)
+        scores[ctx.held_ids()] = 100
+        return ScoreResult(scores[candidates])

@@ -89,6 +89,20 @@ def clusters(event: PlacementDecided) -> list[str]:
 
 
 THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+SIZED = (
+    a_cluster("c1").with_labels(tier="canary").with_resources({"cpu": "4"}),
+    a_cluster("c2").with_resources({"cpu": "16"}),
+    a_cluster("c3").with_labels(tier="canary").with_resources({"cpu": "8"}),
+    a_cluster("c4").with_resources({"cpu": "32"}),
+)
+
+
+def _resource_weight(name: str) -> dict[str, Any]:
+    return {"scoreCoordinate": {"type": "BuiltIn", "builtIn": name}, "weight": 1}
+
+
+_CPU = _resource_weight("ResourceAllocatableCPU")
+_CANARY_GROUP = {"groupName": "canary", "groupClusterSelector": {"labelSelector": {"matchLabels": {"tier": "canary"}}}}
 
 
 def test_cluster_engine_identity() -> None:
@@ -171,6 +185,24 @@ def test_cluster_engine_follow_up_runs_once_on_changed_decision() -> None:
     emits = driver.apply(a_placement(spec))
     assert [clusters(data(e)) for e in emits] == [["c1"], ["c2"]]
     assert driver.states[key_of(a_placement())].current() == frozenset({"c2"})
+
+
+def test_cluster_engine_follow_up_when_a_no_select_if_new_cluster_is_dropped() -> None:
+    """L5 for NoSelectIfNew: the held cluster c3 passes the first evaluation, which drops it; the follow-up no
+    longer lets it pass, and without it the two resource ranges tie b1 and a2, so a2 wins by name."""
+    sized = (
+        a_cluster("b1").with_resources({"cpu": "4", "memory": "16Gi"}),
+        a_cluster("a2").with_resources({"cpu": "8", "memory": "6Gi"}),
+        a_cluster("c3").with_resources({"cpu": "1", "memory": "1Gi"}),
+    )
+    driver = Driver(one_set_world(*sized))
+    resources = [_resource_weight("ResourceAllocatableCPU"), _resource_weight("ResourceAllocatableMemory")]
+    policy = {"prioritizerPolicy": {"mode": "Exact", "configurations": resources}}
+    driver.apply(a_placement({"numberOfClusters": 3, **policy}))
+    taint = ClusterTaintsUpdated(cluster="c3", taints=[Taint(key="k", effect="NoSelectIfNew")])
+    driver.inventory.apply(taint, NOW)
+    emits = driver.apply(a_placement({"numberOfClusters": 1, **policy}, generation=2))
+    assert [clusters(data(e)) for e in emits] == [["b1"], ["a2"]]
 
 
 def test_cluster_engine_deletion_publishes_deleted_then_tombstone() -> None:
@@ -407,6 +439,39 @@ def test_cluster_engine_state_round_trip() -> None:
     assert fresh.decide(key_of(placement), fresh.load_state(raw), driver.ctx()).emits == ()
     with pytest.raises(InvalidStateError):
         driver.engine.load_state({"placement": {"metadata": {}}})
+
+
+_BAD_GROUP = {
+    "groupName": "bad",
+    "groupClusterSelector": {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Nope"}]}},
+}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"numberOfClusters": 2, "prioritizerPolicy": {"mode": "Exact", "configurations": [_CPU]}},
+        {"decisionStrategy": {"groupStrategy": {"decisionGroups": [_CANARY_GROUP, _BAD_GROUP]}}},
+        {"decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": "ten"}}},
+    ],
+    ids=["everything", "ranked-not-name-order", "group-error-keeps-some", "group-error-keeps-none"],
+)
+def test_cluster_engine_kept_decision_ids_are_the_published_clusters(spec: dict[str, Any]) -> None:
+    """Balance and Steady read the published decision as fleet ids kept from the evaluation that made it: they
+    must be exactly the published clusters, ascending, also when ranking or a group error leaves the pages
+    different from the selection."""
+    driver = Driver(one_set_world(*SIZED))
+    placement = a_placement(spec)
+    fleet = driver.engine.view(driver.inventory).fleet()
+    for generation in (1, 2):  # a first decision, then a re-decision that reads the kept ids
+        driver.apply(
+            placement.model_copy(update={"metadata": placement.metadata.model_copy(update={"generation": generation})})
+        )
+        published = driver.states[key_of(placement)].published
+        assert published is not None
+        expected = sorted(fleet.position[name] for name in published.decided)
+        assert published.decided_ids(fleet).tolist() == expected
 
 
 @pytest.mark.parametrize(

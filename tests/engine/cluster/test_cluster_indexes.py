@@ -46,7 +46,13 @@ def test_decision_counts_match_a_recount_after_every_change(seed: int, largest: 
             if rng.random() < 0.5:  # the array (read through a fleet) and the Counter serve max_without alike
                 fleet = rng.choice(FLEETS)
                 recount = Counter(name for other, decided in decisions.items() if other != probe for name in decided)
-                assert OthersView(counts, own).over(fleet).tolist() == [recount[name] for name in fleet.names]
+                expected = [recount[name] for name in fleet.names]
+                assert OthersView(counts, own).over(fleet).tolist() == expected
+                # with the decision's ids kept by the engine: the maximum is then read from the array, unless
+                # some own cluster has left the fleet
+                kept = OthersView(counts, own, fleet, fleet.ids(own))
+                assert kept.over(fleet).tolist() == expected
+                assert kept.max_count() == _brute_without(decisions, probe)
             assert counts.max_without(own) == _brute_without(decisions, probe)
     assert counts.top() == _brute_top(decisions)
 

@@ -18,6 +18,7 @@ from engine.cluster.plugins.balance import _table, balance_scores
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.status import Code
 from engine.cluster.views import InventoryView
+from engine.cluster.weights import plan_prioritizers
 
 THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
 BUILTINS = ("Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory")
@@ -330,3 +331,17 @@ def test_cluster_scores_and_selection_match_the_formulas_written_out(seed: int) 
     ranked = sorted(expected, key=lambda name: (-expected[name], name))
     assert result.selected == (sorted(expected) if wanted is None else ranked[:wanted])
     assert decided(result) == sorted(result.selected)
+
+
+def test_cluster_plan_is_kept_per_policy_object() -> None:
+    """Every evaluation and candidate-change check plans its placement's policy: the plan is made once per
+    policy object, and a policy equal in value but another object is planned on its own."""
+    exact = {"prioritizerPolicy": {"mode": "Exact", "configurations": [_builtin("Steady", 2)]}}
+    policy = a_placement(exact).spec.prioritizer_policy
+    plan = plan_prioritizers(policy)
+    assert plan_prioritizers(policy) is plan
+    assert [(p.prioritizer.name, p.weight) for p in plan[0]] == [("Steady", 2)]
+    additive = a_placement({}).spec.prioritizer_policy
+    assert [(p.prioritizer.name, p.weight) for p in plan_prioritizers(additive)[0]] == [("Balance", 1), ("Steady", 1)]
+    again = a_placement(exact).spec.prioritizer_policy
+    assert again is not policy and plan_prioritizers(again) == plan
