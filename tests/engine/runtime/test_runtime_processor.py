@@ -6,6 +6,7 @@ coalescing, inventory-driven re-decisions, changelog writes, restore, timers and
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -282,9 +283,14 @@ def test_inventory_dead_letters_are_bound_to_no_task_and_can_be_switched_off(eng
 def test_output_ids_are_deterministic_per_input(engine: CountingEngine) -> None:
     def run() -> list[bytes | None]:
         _offsets.clear()
-        return [o.value for o in Runtime([CountingEngine()]).process([cluster("c", "a"), placement("p", "a")], T0)]
+        inputs = [cluster("c", "a"), placement("p", "a"), placement("q", "a")]
+        return [o.value for o in Runtime([CountingEngine()]).process(inputs, T0)]
 
-    assert run() == run()
+    first = run()
+    assert first == run()
+    ids = [orjson.loads(value)["id"] for value in first if value is not None and b'"specversion"' in value]
+    assert len(ids) > 1 and len(set(ids)) == len(ids)  # numbered per event
+    assert {uuid.UUID(event_id).version for event_id in ids} == {5}
 
 
 def _subjects(chunk: Handover, topic: TopicRole) -> list[str | None]:
