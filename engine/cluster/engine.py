@@ -90,19 +90,16 @@ class ClusterPlacementEngine:
         """Balance input of one placement: every other tracked placement's decision."""
         return self._index.others(key)
 
-    def _evaluate(
-        self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, explain: bool = False
-    ) -> Evaluation:
+    def _evaluate(self, key: str, state: PlacementState, ctx: EngineContext, *, explain: bool = False) -> Evaluation:
         self.evaluations += 1
         placement, published = state.placement, state.published
         view = self.view(ctx.inventory)
         fleet = view.fleet()
+        current = state.current()
         # the published decision's ids are kept from the evaluation that made it: a decision holds hundreds of
         # clusters, and Balance (the tracked decision) and Steady (the current one) read them every time
-        current_ids = None
-        if published is not None and published.decided is current:
-            current_ids = published.decided_ids(fleet)
-        tracked = self._index.tracked.get(key)
+        current_ids = None if published is None else published.decided_ids(fleet)
+        tracked = self._index.tracked.get(key)  # a follow-up's own decision is still the previous one (L5)
         own_ids = current_ids if tracked is not None and tracked.decided is current else None
         eval_ctx = EvalContext(
             placement=placement,
@@ -169,7 +166,7 @@ class ClusterPlacementEngine:
         if placement.metadata.annotations.get(DISABLE_ANNOTATION) == "true":
             return Step(self._with_due(state, None))
         try:
-            emits, state, last = self._decide_once(key, state, state.current(), ctx, follow_up=True)
+            emits, state, last = self._decide_once(key, state, ctx, follow_up=True)
         except EvaluationError as exc:
             _log.error("placement %s not evaluated: %s", key, exc)
             return Step(self._with_due(state, self._resync(ctx)))
@@ -181,9 +178,9 @@ class ClusterPlacementEngine:
         return Step(self._with_due(state, due), tuple(emits))
 
     def _decide_once(
-        self, key: str, state: PlacementState, current: frozenset[str], ctx: EngineContext, *, follow_up: bool
+        self, key: str, state: PlacementState, ctx: EngineContext, *, follow_up: bool
     ) -> tuple[list[Emit], PlacementState, Evaluation]:
-        evaluation = self._evaluate(key, state, current, ctx)
+        evaluation = self._evaluate(key, state, ctx)
         if evaluation.status.code in (Code.MISCONFIGURED, Code.WARNING):
             _log.warning("placement %s: %s", key, evaluation.status.condition_message())
         previous = state.published
@@ -204,8 +201,9 @@ class ClusterPlacementEngine:
         self.published += 1
         new_state = PlacementState(state.placement, published, state.due)
         decided = published.clusters()
+        current = state.current()
         if follow_up and decided != current and self._follow_up_may_differ(evaluation, current, decided, ctx):
-            more, new_state, evaluation = self._decide_once(key, new_state, decided, ctx, follow_up=False)
+            more, new_state, evaluation = self._decide_once(key, new_state, ctx, follow_up=False)
             emits.extend(more)
         return emits, new_state, evaluation
 
@@ -295,5 +293,5 @@ class ClusterPlacementEngine:
     # --- explain ---------------------------------------------------------------------------------
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""
-        evaluation = self._evaluate(key, state, state.current(), ctx, explain=True)
+        evaluation = self._evaluate(key, state, ctx, explain=True)
         return explain_evaluation(key, state, evaluation, ctx.now)

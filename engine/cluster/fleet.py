@@ -20,7 +20,6 @@ Ids = NDArray[np.intp]
 
 _NO_IDS: Ids = np.zeros(0, dtype=np.intp)
 _NO_IDS.flags.writeable = False
-_RECENT = 4
 _SERIALS = count()
 
 
@@ -28,7 +27,7 @@ class Fleet:
     """The names of every cluster of one inventory version, by id; shared by views while no cluster comes or
     goes, so arrays built over it stay valid across label and taint changes."""
 
-    __slots__ = ("_labels", "_recent", "names", "position", "serial")
+    __slots__ = ("_labels", "names", "position", "serial")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.serial = next(_SERIALS)
@@ -36,9 +35,6 @@ class Fleet:
         self.names: tuple[str, ...] = tuple(sorted(names))
         self.position: dict[str, int] = {name: index for index, name in enumerate(self.names)}
         self._labels: NDArray[np.object_] = np.array(self.names, dtype=object)
-        self._recent: dict[int, tuple[frozenset[str], Ids]] = {}
-        """The last few frozensets turned into ids, by identity (each entry keeps its set alive, so the id is
-        not reused): an evaluation reads its placement's decision three times, and its follow-up a new one."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -50,24 +46,21 @@ class Fleet:
         """
         if not names:
             return _NO_IDS
-        recent = self._recent.get(id(names))
-        if recent is not None and recent[0] is names:
-            return recent[1]
         found = np.fromiter(map(self.position.get, names, repeat(-1)), dtype=np.intp, count=len(names))
         found = found[found >= 0]
         found.sort()
         found.flags.writeable = False
-        if isinstance(names, frozenset):
-            if len(self._recent) >= _RECENT:
-                del self._recent[next(iter(self._recent))]
-            self._recent[id(names)] = (names, found)
         return found
 
     def mask(self, names: Collection[str]) -> NDArray[np.bool_]:
         """True at the id of every known name among `names`."""
-        marked = np.zeros(len(self.names), dtype=np.bool_)
-        marked[self.ids(names)] = True
-        return marked
+        return self.marked(self.ids(names))
+
+    def marked(self, ids: Ids) -> NDArray[np.bool_]:
+        """True at each of `ids`."""
+        out = np.zeros(len(self.names), dtype=np.bool_)
+        out[ids] = True
+        return out
 
     def values(self, by_name: Mapping[str, float], missing: float = np.nan) -> NDArray[np.float64]:
         """`by_name` as an array over the ids, `missing` where a cluster has no value."""

@@ -24,6 +24,5 @@ class SteadyPrioritizer(CandidateIndependent):
 
     def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Scores every candidate."""
-        scores = np.zeros(len(ctx.fleet), dtype=np.int64)
-        scores[ctx.held_ids()] = 100
-        return ScoreResult(scores[candidates])
+        held = ctx.fleet.marked(ctx.held_ids())[candidates]
+        return ScoreResult(held.astype(np.int64) * 100)

@@ -34,7 +34,7 @@ def test_fleet_ids(names: list[str] | frozenset[str], ids: list[int]) -> None:
 
 
 def test_fleet_ids_of_each_frozenset_are_its_own() -> None:
-    """The ids of the last few frozensets are kept: every set, kept or pushed out, still gets its own."""
+    """Sets asked for again and in any order each get their own ids, in a read-only array (callers keep them)."""
     fleet = Fleet(["a", "b", "c", "d"])
     sets = [frozenset(pair) for pair in (("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("a", "c"), ("b", "d"))]
     for _ in range(2):
@@ -46,6 +46,7 @@ def test_fleet_ids_of_each_frozenset_are_its_own() -> None:
 
 def test_fleet_mask_values_and_names() -> None:
     assert FLEET.mask(["b", "gone", "c2"]).tolist() == [False, True, False, True]
+    assert FLEET.marked(FLEET.ids(["b", "c2"])).tolist() == [False, True, False, True]
     values = FLEET.values({"c10": 2.5, "gone": 1.0, "a": 0.0})
     assert [None if math.isnan(v) else v for v in values.tolist()] == [0.0, None, 2.5, None]
     assert FLEET.names_of(np.array([3, 0, 2])) == ["c2", "a", "c10"]
