@@ -126,7 +126,8 @@ StatePart = tuple[str, dict[str, Any] | None]
 @runtime_checkable
 class PartedStateEngine(Protocol):
     """An engine whose subject state is kept as several changelog entries, so a batch writes only the parts
-    it changed instead of the whole state (a partition's applications grow without bound)."""
+    it changed instead of the whole state (a partition's applications grow without bound; a placement is
+    re-decided far more often than its spec changes)."""
 
     def state_changes(self, old: Any, new: Any) -> Iterable[StatePart]:
         """The parts that differ between the state last written (`old`) and `new`; None means absent."""

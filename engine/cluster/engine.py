@@ -23,11 +23,13 @@ from engine.cluster.state import (
     PlacementState,
     Published,
     dump_placement_state,
+    load_placement_part,
     load_placement_state,
+    placement_state_changes,
 )
 from engine.cluster.status import Code
 from engine.cluster.views import EvaluationError, InventoryView
-from engine.core import Emit, EngineContext, Step
+from engine.core import Emit, EngineContext, StatePart, Step
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
 from topics.placement import Placement
@@ -283,12 +285,23 @@ class ClusterPlacementEngine:
         )
 
     def dump_state(self, state: PlacementState) -> dict[str, Any]:
-        """JSON for the changelog."""
+        """The whole state as JSON (the changelog keeps it as two parts, see `state_changes`)."""
         return dump_placement_state(state)
 
     def load_state(self, raw: Mapping[str, Any]) -> PlacementState:
         """Inverse of dump_state."""
         return load_placement_state(raw)
+
+    def state_changes(self, old: PlacementState | None, new: PlacementState | None) -> Iterable[StatePart]:
+        """The Placement as the subject's own entry and the decision as the `decision` part: a re-decision writes
+        only the decision, not the Placement again."""
+        return placement_state_changes(old, new)
+
+    def load_part(
+        self, state: PlacementState | None, part: str, raw: Mapping[str, Any] | None
+    ) -> PlacementState | None:
+        """Apply one changelog entry of `state_changes` (or a whole-state entry from before the parts)."""
+        return load_placement_part(state, part, raw)
 
     # --- explain ---------------------------------------------------------------------------------
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:

@@ -2,12 +2,18 @@
 
 Only what change detection (spec K2), Steady/NoSelectIfNew (D10), conditions (J4) and timers (L6, L8) need is
 kept; scores are recomputed, so the changelog entry stays small.
+
+The changelog keeps a placement as two entries: the Placement as the subject's own entry and the decision
+(published decision and timer) as the `decision` part. A re-decision, by far the most frequent change, then
+writes only the decision. Every write of the Placement is followed by a decision entry in the same
+transaction, so the last decision entry of a placement always comes after its last Placement entry: a
+decision read before any Placement is an older one that a later entry replaces, and restore skips it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain
 from typing import Any
@@ -16,12 +22,24 @@ from pydantic import ValidationError
 
 from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.groups import Page
+from engine.core import StatePart
 from engine.errors import InvalidStateError
 from topics.codec import dump_model
 from topics.k8s import Condition
 from topics.placement import Placement
 
-__all__ = ["PlacementState", "Published", "dump_placement_state", "load_placement_state"]
+__all__ = [
+    "DECISION_PART",
+    "PlacementState",
+    "Published",
+    "dump_placement_state",
+    "load_placement_part",
+    "load_placement_state",
+    "placement_state_changes",
+]
+
+DECISION_PART = "decision"
+"""The changelog part holding a placement's published decision and timer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +109,13 @@ def _time(raw: Any) -> datetime | None:
 
 
 def dump_placement_state(state: PlacementState) -> dict[str, Any]:
-    """JSON form for the compacted changelog."""
+    """The whole state as JSON: the Placement entry and the decision entry in one object."""
+    return {"placement": dump_model(state.placement), **_dump_decision(state)}
+
+
+def _dump_decision(state: PlacementState) -> dict[str, Any]:
     published = state.published
     return {
-        "placement": dump_model(state.placement),
         "published": None
         if published is None
         else {
@@ -109,10 +130,53 @@ def dump_placement_state(state: PlacementState) -> dict[str, Any]:
     }
 
 
+def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
+    """The changelog entries that differ between the state last written and `new` (see the module docstring)."""
+    if new is None:
+        return [("", None), (DECISION_PART, None)]
+    parts: list[StatePart] = []
+    if old is None or old.placement is not new.placement:
+        parts.append(("", {"placement": dump_model(new.placement)}))
+    if parts or old is None or old.published is not new.published or old.due != new.due:
+        parts.append((DECISION_PART, _dump_decision(new)))
+    return parts
+
+
+def load_placement_part(
+    state: PlacementState | None, part: str, raw: Mapping[str, Any] | None
+) -> PlacementState | None:
+    """`state` with one changelog entry of `placement_state_changes` applied (an entry holding the whole state, as
+    `dump_placement_state` writes it, is read too); InvalidStateError when the entry cannot be read."""
+    if part == DECISION_PART:
+        if state is None:  # a decision before any Placement is an older one, replaced by a later entry
+            return None
+        published, due = (None, None) if raw is None else _load_decision(raw)
+        return replace(state, published=published, due=due)
+    if part:
+        raise InvalidStateError(f"unknown cluster placement state part {part!r}")
+    if raw is None:
+        return None
+    if "published" in raw:
+        return load_placement_state(raw)
+    placement = _load_placement(raw)
+    return PlacementState(placement) if state is None else replace(state, placement=placement)
+
+
 def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
     """Inverse of dump_placement_state; InvalidStateError when the entry cannot be read."""
+    published, due = _load_decision(raw)
+    return PlacementState(_load_placement(raw), published, due)
+
+
+def _load_placement(raw: Mapping[str, Any]) -> Placement:
     try:
-        placement = Placement.model_validate(raw["placement"])
+        return Placement.model_validate(raw["placement"])
+    except (KeyError, TypeError, ValidationError) as exc:
+        raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc
+
+
+def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime | None]:
+    try:
         body = raw.get("published")
         published = None
         if body is not None:
@@ -127,6 +191,6 @@ def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
                 generation=int(body.get("generation", 0)),
                 evaluation_time=evaluated,
             )
-        return PlacementState(placement, published, _time(raw.get("due")))
-    except (KeyError, TypeError, ValueError, AssertionError, ValidationError) as exc:
+        return published, _time(raw.get("due"))
+    except (AttributeError, KeyError, TypeError, ValueError, AssertionError, ValidationError) as exc:
         raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc

@@ -139,6 +139,7 @@ async def test_state_comes_back_from_kafka_after_a_kill(world: KafkaWorld, tmp_p
         runtime = second.runtime
         assert runtime is not None
         assert {"Placement/apps/web", "Application/default"} <= set(runtime.states)
+        assert runtime.states["Placement/apps/web"].published is not None, "its decision entry must be restored"
         await world.produce(
             [
                 (

@@ -1,0 +1,205 @@
+"""The cluster placement changelog: the Placement and its decision as two entries, through the Runtime."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+
+from engine.cluster import ClusterPlacementEngine
+from engine.cluster.state import (
+    DECISION_PART,
+    PlacementState,
+    dump_placement_state,
+    load_placement_part,
+    placement_state_changes,
+)
+from engine.errors import InvalidStateError
+from engine.runtime import InputRecord, OutputRecord, Runtime
+from topics.names import TopicRole
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+KEY = "Placement/apps/web"
+DECISION_KEY = f"{KEY}/{DECISION_PART}"
+_offsets: dict[TopicRole, int] = {}
+
+
+def _event(kind: str, data: Any) -> dict[str, Any]:
+    return {"specversion": "1.0", "id": f"id-{kind}", "source": "/test", "type": f"{kind}.v1", "data": data}
+
+
+def _record(topic: TopicRole, key: str, value: dict[str, Any] | None) -> InputRecord:
+    offset = _offsets[topic] = _offsets.get(topic, -1) + 1
+    body = None if value is None else orjson.dumps(value)
+    return InputRecord(topic, 0, offset, key.encode(), body, T0, topic.value)
+
+
+def _inventory(*clusters: str) -> list[InputRecord]:
+    status = TopicRole.CLUSTER_STATUS
+    binding = {"metadata": {"name": "prod", "namespace": "apps"}, "spec": {"clusterSet": "prod"}}
+    records = [
+        _record(status, "ManagedClusterSet/prod", _event("managedclusterset.applied", {"metadata": {"name": "prod"}})),
+        _record(status, "ManagedClusterSetBinding/apps/prod", _event("managedclustersetbinding.applied", binding)),
+    ]
+    for name in clusters:
+        labels = {"cluster.open-cluster-management.io/clusterset": "prod"}
+        data = {"metadata": {"name": name, "labels": labels}}
+        records.append(_record(status, f"ManagedCluster/{name}", _event("managedcluster.applied", data)))
+    return records
+
+
+def _placement(clusters: int | None = None, generation: int = 1) -> InputRecord:
+    spec = {} if clusters is None else {"numberOfClusters": clusters}
+    metadata = {"name": "web", "namespace": "apps", "generation": generation}
+    return _record(TopicRole.SUBMISSIONS, KEY, _event("placement.applied", {"metadata": metadata, "spec": spec}))
+
+
+def _taint(cluster: str, effect: str | None) -> InputRecord:
+    taints = [] if effect is None else [{"key": "k", "effect": effect}]
+    return _record(TopicRole.TAINTS, cluster, _event("cluster.taints.updated", {"cluster": cluster, "taints": taints}))
+
+
+def _deleted() -> InputRecord:
+    data = {"metadata": {"name": "web", "namespace": "apps"}}
+    return _record(TopicRole.SUBMISSIONS, KEY, _event("placement.deleted", data))
+
+
+def _changelog(outputs: list[OutputRecord]) -> list[OutputRecord]:
+    return [o for o in outputs if o.topic is TopicRole.CHANGELOG]
+
+
+def _keys(outputs: list[OutputRecord]) -> list[tuple[str, bool]]:
+    """(record key, whether it is a tombstone) of each changelog record."""
+    return [(o.key.decode(), o.value is None) for o in _changelog(outputs) if o.key is not None]
+
+
+def _restored(entries: list[OutputRecord]) -> dict[str, Any]:
+    fresh = Runtime([ClusterPlacementEngine()])
+    for entry in entries:
+        assert entry.key is not None
+        fresh.restore(entry.key.decode(), entry.value)
+    return fresh.states
+
+
+@pytest.fixture
+def runtime() -> Runtime:
+    live = Runtime([ClusterPlacementEngine()])
+    live.process(_inventory("c1", "c2", "c3"), T0)
+    return live
+
+
+@pytest.mark.parametrize(
+    ("steps", "written"),
+    [
+        ([], [(KEY, False), (DECISION_KEY, False)]),
+        ([_taint("c2", "NoSelect")], [(DECISION_KEY, False)]),
+        ([_taint("c2", "PreferNoSelect")], []),  # the answer stays: nothing is written
+        ([_placement(clusters=1, generation=2)], [(KEY, False), (DECISION_KEY, False)]),
+        # the same spec again: the runtime drops the Placement entry with the same bytes, its decision follows
+        ([_placement()], [(DECISION_KEY, False)]),
+        ([_deleted()], [(KEY, True), (DECISION_KEY, True)]),
+    ],
+    ids=["new", "re-decided", "unchanged", "updated", "re-applied", "deleted"],
+)
+def test_a_change_writes_only_the_entries_it_changed(
+    runtime: Runtime, steps: list[InputRecord], written: list[tuple[str, bool]]
+) -> None:
+    first = runtime.process([_placement()], T0)
+    outputs = first if not steps else runtime.process(steps, T0 + timedelta(seconds=1))
+    assert _keys(outputs) == written
+
+
+def test_the_entries_restore_the_state_in_order_and_after_compaction(runtime: Runtime) -> None:
+    log = _changelog(runtime.process([_placement()], T0))
+    log += _changelog(runtime.process([_taint("c2", "NoSelect")], T0 + timedelta(seconds=1)))
+    log += _changelog(runtime.process([_placement(clusters=1, generation=2)], T0 + timedelta(seconds=2)))
+    log += _changelog(runtime.process([_taint("c1", "NoSelect")], T0 + timedelta(seconds=3)))
+    state = runtime.states[KEY]
+    assert isinstance(state, PlacementState) and state.published is not None
+    assert state.placement.spec.number_of_clusters == 1 and state.current() == {"c3"}
+    assert _restored(log) == {KEY: state}  # the whole log
+    latest = {o.key: o for o in log}
+    assert _restored(list(latest.values())) == {KEY: state}  # compacted: the last entry per key, in log order
+    # compacted only in part: an old decision before the newest Placement, with no Placement before it
+    oldest_decision = next(o for o in log if o.key == DECISION_KEY.encode())
+    assert _restored([oldest_decision, *latest.values()]) == {KEY: state}
+
+
+def test_a_decision_entry_before_any_placement_is_skipped() -> None:
+    assert load_placement_part(None, DECISION_PART, {"published": None, "due": None}) is None
+
+
+def test_deletion_tombstones_remove_the_restored_state(runtime: Runtime) -> None:
+    log = _changelog(runtime.process([_placement()], T0))
+    log += _changelog(runtime.process([_deleted()], T0 + timedelta(seconds=1)))
+    assert _restored(log) == {}
+    written = [o for o in log if o.value is not None]
+    assert _restored(written)[KEY].published is not None
+    tombstone = [o for o in log if o.key == DECISION_KEY.encode() and o.value is None]
+    restored = _restored(written + tombstone)[KEY]  # a decision tombstone alone clears the decision
+    assert restored.published is None and restored.due is None
+
+
+def test_state_changes_follow_every_placement_entry_with_a_decision_entry(runtime: Runtime) -> None:
+    runtime.process([_placement()], T0)
+    state = runtime.states[KEY]
+    assert isinstance(state, PlacementState)
+    due = T0 + timedelta(hours=1)
+    respecified = replace(state, placement=state.placement.model_copy())  # same decision object
+    cases = [
+        (None, state, ["", DECISION_PART]),
+        (state, state, []),
+        (state, replace(state, due=due), [DECISION_PART]),
+        (state, respecified, ["", DECISION_PART]),
+        (state, None, ["", DECISION_PART]),
+    ]
+    for old, new, parts in cases:
+        changes = placement_state_changes(old, new)
+        assert [part for part, _ in changes] == parts
+        assert all((raw is None) == (new is None) for _, raw in changes)
+
+
+def test_a_placement_entry_keeps_the_decision_restored_before_it(runtime: Runtime) -> None:
+    runtime.process([_placement()], T0)
+    state = runtime.states[KEY]
+    assert isinstance(state, PlacementState) and state.published is not None
+    raw = orjson.loads(orjson.dumps(placement_state_changes(None, state)[0][1]))
+    updated = load_placement_part(state, "", raw)
+    assert updated is not None and updated.published is state.published and updated.due == state.due
+    assert updated.placement == state.placement and updated.placement is not state.placement
+
+
+def test_a_whole_state_entry_from_before_the_parts_is_read_and_later_parts_apply(runtime: Runtime) -> None:
+    runtime.process([_placement()], T0)
+    before = runtime.states[KEY]
+    whole = OutputRecord(
+        TopicRole.CHANGELOG,
+        KEY.encode(),
+        orjson.dumps({"kind": "Placement", "v": 1, "state": dump_placement_state(before)}),
+        subject=KEY,
+    )
+    assert _restored([whole]) == {KEY: before}
+    later = _changelog(runtime.process([_taint("c2", "NoSelect")], T0 + timedelta(seconds=1)))
+    assert _keys(later) == [(DECISION_KEY, False)]
+    restored = _restored([whole, *later])[KEY]
+    assert restored == runtime.states[KEY] and restored.current() == {"c1", "c3"}
+
+
+@pytest.mark.parametrize(
+    ("part", "raw"),
+    [
+        ("pages", {}),
+        (DECISION_PART, {"published": {"pages": "nope"}}),
+        (DECISION_PART, {"published": None, "due": "yesterday"}),
+        ("", {"placement": {"metadata": {}}}),
+        ("", {"spec": {}}),
+    ],
+    ids=["unknown-part", "bad-pages", "bad-due", "bad-placement", "no-placement"],
+)
+def test_unreadable_entries_are_refused(runtime: Runtime, part: str, raw: dict[str, Any]) -> None:
+    runtime.process([_placement()], T0)
+    with pytest.raises(InvalidStateError):
+        load_placement_part(runtime.states[KEY], part, raw)
