@@ -202,7 +202,7 @@ class ClusterPlacementEngine:
         ]
         self.published += 1
         new_state = PlacementState(state.placement, published, state.due)
-        decided = published.clusters()
+        decided = published.decided
         current = state.current()
         if follow_up and decided != current and self._follow_up_may_differ(evaluation, current, decided, ctx):
             more, new_state, evaluation = self._decide_once(key, new_state, ctx, follow_up=False)

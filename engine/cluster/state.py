@@ -12,13 +12,12 @@ decision read before any Placement is an older one that a later entry replaces, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain
 from typing import Any
-
-from pydantic import ValidationError
 
 from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.groups import Page
@@ -53,15 +52,12 @@ class Published:
     generation: int
     evaluation_time: datetime
     decided: frozenset[str] = field(init=False, compare=False, repr=False)
+    """Every decided cluster over all pages."""
     _ids: tuple[int, Ids] | None = field(default=None, init=False, compare=False, repr=False)
     """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "decided", frozenset(chain.from_iterable(page.clusters for page in self.pages)))
-
-    def clusters(self) -> frozenset[str]:
-        """Every decided cluster over all pages."""
-        return self.decided
 
     def decided_ids(self, fleet: Fleet) -> Ids:
         """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
@@ -101,7 +97,7 @@ class PlacementState:
 
     def current(self) -> frozenset[str]:
         """The clusters of the last published decision (spec D10)."""
-        return self.published.clusters() if self.published is not None else frozenset()
+        return self.published.decided if self.published is not None else frozenset()
 
 
 def _time(raw: Any) -> datetime | None:
@@ -147,50 +143,65 @@ def load_placement_part(
 ) -> PlacementState | None:
     """`state` with one changelog entry of `placement_state_changes` applied (an entry holding the whole state, as
     `dump_placement_state` writes it, is read too); InvalidStateError when the entry cannot be read."""
-    if part == DECISION_PART:
-        if state is None:  # a decision before any Placement is an older one, replaced by a later entry
-            return None
-        published, due = (None, None) if raw is None else _load_decision(raw)
-        return replace(state, published=published, due=due)
-    if part:
+    if part not in ("", DECISION_PART):
         raise InvalidStateError(f"unknown cluster placement state part {part!r}")
-    if raw is None:
-        return None
-    if "published" in raw:
-        return load_placement_state(raw)
-    placement = _load_placement(raw)
-    return PlacementState(placement) if state is None else replace(state, placement=placement)
+    with _readable():
+        if part == DECISION_PART:
+            if state is None:  # a decision before any Placement is an older one, replaced by a later entry
+                return None
+            published, due = (None, None) if raw is None else _load_decision(raw)
+            return replace(state, published=published, due=due)
+        if raw is None:
+            return None
+        if "published" in raw:
+            return _load_whole(raw)
+        placement = _load_placement(raw)
+        return PlacementState(placement) if state is None else replace(state, placement=placement)
 
 
 def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
     """Inverse of dump_placement_state; InvalidStateError when the entry cannot be read."""
+    with _readable():
+        return _load_whole(raw)
+
+
+@contextmanager
+def _readable() -> Iterator[None]:
+    """Any error reading an entry becomes InvalidStateError, so restore names the entry and goes on."""
+    try:
+        yield
+    except (
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+        AssertionError,
+    ) as exc:  # pydantic's errors are ValueErrors
+        raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc
+
+
+def _load_whole(raw: Mapping[str, Any]) -> PlacementState:
     published, due = _load_decision(raw)
     return PlacementState(_load_placement(raw), published, due)
 
 
 def _load_placement(raw: Mapping[str, Any]) -> Placement:
-    try:
-        return Placement.model_validate(raw["placement"])
-    except (KeyError, TypeError, ValidationError) as exc:
-        raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc
+    return Placement.model_validate(raw["placement"])
 
 
 def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime | None]:
-    try:
-        body = raw.get("published")
-        published = None
-        if body is not None:
-            warning = body.get("warning")
-            evaluated = _time(body["evaluationTime"])
-            assert evaluated is not None
-            published = Published(
-                pages=tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in body["pages"]),
-                selected=int(body["selected"]),
-                conditions=tuple(Condition.model_validate(c) for c in body["conditions"]),
-                warning=None if warning is None else (str(warning[0]), str(warning[1])),
-                generation=int(body.get("generation", 0)),
-                evaluation_time=evaluated,
-            )
-        return published, _time(raw.get("due"))
-    except (AttributeError, KeyError, TypeError, ValueError, AssertionError, ValidationError) as exc:
-        raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc
+    body = raw.get("published")
+    published = None
+    if body is not None:
+        warning = body.get("warning")
+        evaluated = _time(body["evaluationTime"])
+        assert evaluated is not None
+        published = Published(
+            pages=tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in body["pages"]),
+            selected=int(body["selected"]),
+            conditions=tuple(Condition.model_validate(c) for c in body["conditions"]),
+            warning=None if warning is None else (str(warning[0]), str(warning[1])),
+            generation=int(body.get("generation", 0)),
+            evaluation_time=evaluated,
+        )
+    return published, _time(raw.get("due"))
