@@ -1,19 +1,22 @@
 """Cluster placement (OCM Placement) throughput and change latency: the engine alone, then through Kafka.
 
 1. engine only: N placements over M clusters decided from cold through the pure Runtime (no I/O);
-2. Kafka: inventory and the N placements pre-produced, a Processor started in this process, time until every
-   placement's first decision is committed, as seen by a read_committed reader in another process (a deployer);
+2. Kafka, once per instance count (default 1, then 2: one per core on the benchmark machine): inventory and
+   the N placements pre-produced, then that many `placement-stream run` processes started in one consumer
+   group; the time until every instance is ready and until every placement's first decision is committed, as
+   seen by a read_committed reader in another process (a deployer);
 3. on two clusters, a typical one (the median number of decisions hold it) and the one most decisions hold:
    its label changed, then a NoSelect taint added. For each, the time from producing the change until the
    first and until every resulting decision is published (each task's decisions are committed as soon as
-   they are decided), how many placements were re-decided versus how many decisions changed, and how many
-   megabytes of records the change produced;
+   they are decided), how many placements were re-decided (engine phase: also how many decisions held the
+   cluster) versus how many decisions changed, and how many megabytes of records the change produced. The
+   instances are watched through their /metrics endpoint, as an operator would;
 4. the Kafka share of the largest change: its records published again with the processor's own producer
    settings and sending code, without the engine;
-5. peak RSS of this process.
+5. peak RSS: of the engine phase, and of each instance (VmHWM).
 
-Figures are printed, never asserted. Usage:
-`python -m benchmarks.cluster_placement [--placements 10000] [--clusters 1000] [--namespaces 40] [--no-kafka]`
+Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement [--placements 10000]
+[--clusters 1000] [--namespaces 40] [--instances 1 2] [--task-partitions 6] [--compression zstd] [--no-kafka]`
 (uses $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.cluster_workload import Item, Workload
+from benchmarks.instances import InstanceGroup, Samples, sample
 from benchmarks.support import kafka_broker, peak_rss_mib, print_figures
 from benchmarks.tail import TopicTail
 from engine.cluster import ClusterPlacementEngine
@@ -42,7 +46,6 @@ from engine.runtime import InputRecord, OutputRecord, Runtime
 from streams.kafka.admin import ensure_topics
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
 from streams.memory import tune_garbage_collector
-from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 from topics.names import TopicRole
 
@@ -193,13 +196,37 @@ async def _transfer_floor(settings: Settings, partitions: int, records: list[Out
         await producers.stop_all()
 
 
+async def _until_async(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> None:
+    """`_until` for an awaitable predicate, asked every `interval` seconds (each ask costs the instances an HTTP
+    request, so seldom: the figures come from the reader's arrival times, not from these asks)."""
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+def _total(members: list[Samples], name: str, **labels: str) -> float:
+    return sum(sample(m, name, **labels) for m in members)
+
+
 async def through_kafka(
-    bootstrap: str, workload: Workload, targets: dict[str, str], heaviest: list[OutputRecord], compression: str
+    bootstrap: str,
+    workload: Workload,
+    targets: dict[str, str],
+    heaviest: list[OutputRecord],
+    *,
+    compression: str,
+    instances: int,
+    task_partitions: int,
 ) -> dict[str, float | str]:
     run = uuid.uuid4().hex[:8]
     settings = Settings(
         kafka=KafkaSettings(
-            bootstrap_servers=bootstrap, group_id=f"bench-{run}", task_partitions=3, compression_type=compression
+            bootstrap_servers=bootstrap,
+            group_id=f"bench-{run}",
+            task_partitions=task_partitions,
+            compression_type=compression,
         ),
         topics=TopicNames.prefixed(f"bench-{run}."),
         http_port=0,
@@ -221,50 +248,67 @@ async def through_kafka(
         await asyncio.gather(*futures)
 
     tail = TopicTail(bootstrap, names.decisions, counts[names.decisions])
-    figures: dict[str, float | str] = {"compression": settings.kafka.compression_type}
+    group = InstanceGroup(settings, instances)
+    figures: dict[str, float | str] = {
+        "instances": instances,
+        "task partitions": task_partitions,
+        "compression": settings.kafka.compression_type,
+    }
+    decisions = names.decisions
     try:
         await send(list(workload.inventory()))
         started = time.monotonic()
         await send(list(workload.placement_items()))
         figures["produce placements s"] = round(time.monotonic() - started, 3)
         await tail.start()
-        engines = build_engines()
-        cluster_engine = _cluster_engine(engines)
-        processor = Processor(settings, engines=engines)
         started = time.monotonic()
-        task = asyncio.create_task(processor.run())
-        await _until(lambda: processor.ready or task.done(), 120, "the processor to be ready")
-        if task.done():
-            task.result()
-        figures["start -> ready s"] = round(time.monotonic() - started, 3)
+        await group.start()
+        await _until_async(group.ready, 120, "every instance to be ready", interval=0.05)
+        figures["start -> every instance ready s"] = round(time.monotonic() - started, 3)
         await _until(lambda: len(tail.keys) >= workload.placements, 300, "every placement's first decision")
         total = max(at for at, _ in tail.arrivals) - started
         figures["start -> all placements committed s"] = round(total, 3)
         figures["placements/s (incl. start)"] = round(workload.placements / total)
         figures["decision records"] = len(tail.arrivals)
-        figures["transactions committed"] = processor.batches_done
+        members = await group.samples()
+        figures["transactions committed"] = _total(members, "placement_transactions_total", outcome="committed")
 
-        for label, _name, item in _changes(workload, targets, datetime.now(UTC)):
+        for label, _name, (role, key, value) in _changes(workload, targets, datetime.now(UTC)):
             await asyncio.sleep(0.5)  # quiet period: nothing in flight
-            seen, done = len(tail.arrivals), processor.records_done
-            calls, published = cluster_engine.decide_calls, cluster_engine.published
+            topic = names.name(role)
+            before = await group.samples()
+            seen = len(tail.arrivals)
             started = time.monotonic()
-            await send([item])
-            await _until(lambda d=done: processor.records_done > d, 30, "the change to be processed")
-            expected = cluster_engine.published - published
-            await _until(lambda s=seen, e=expected: len(tail.arrivals) >= s + e, 30, "the re-decisions")
+            await send([(role, key, value)])
+
+            async def committed(topic: str = topic, before: list[Samples] = before) -> bool:
+                """Every instance has processed the change (a global table record) and committed its outputs."""
+                now = await group.samples()
+                done = [sample(m, "placement_records_processed_total", topic=topic) for m in (*now, *before)]
+                return all(a > b for a, b in zip(done[: len(now)], done[len(now) :], strict=True))
+
+            await _until_async(committed, 30, "the change to be processed")
+            after = await group.samples()
+            published = _total(after, "placement_records_produced_total", topic=decisions) - _total(
+                before, "placement_records_produced_total", topic=decisions
+            )
+            await _until(lambda s=seen, p=published: len(tail.arrivals) >= s + p, 30, "the re-decisions")
             new = tail.arrivals[seen:]
             last = max((at for at, _ in new), default=time.monotonic())
             first = min((at for at, _ in new), default=last)
-            figures[f"{label}: re-decided"] = cluster_engine.decide_calls - calls
+            decided = "placement_subjects_decided_total"
+            figures[f"{label}: re-decided"] = _total(after, decided) - _total(before, decided)
             figures[f"{label}: decisions changed"] = len({key for _, key in new})
             figures[f"{label}: produce -> first decision ms"] = round((first - started) * 1000, 1)
             figures[f"{label}: produce -> last decision ms"] = round((last - started) * 1000, 1)
-        processor.request_stop()
-        await asyncio.wait_for(task, 30)
+        peaks = [member.peak_rss_mib() for member in group.members]
+        figures["peak RSS MiB per instance"] = " / ".join(f"{peak:.0f}" for peak in peaks)
+        figures["peak RSS MiB, all instances"] = round(sum(peaks), 1)
+        await group.stop()
         floor = await _transfer_floor(settings, counts[names.decisions], heaviest, tail)
         figures["largest change's records re-published without the engine: last decision ms"] = round(floor * 1000, 1)
     finally:
+        await group.stop()
         await tail.stop()
         await producer.stop()
     return figures
@@ -283,6 +327,16 @@ def main() -> None:
         default=KafkaSettings().compression_type,
         help="the processor's record batch codec (default: the service default)",
     )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="processor instances of one consumer group, a Kafka phase for each count (default: 1 2)",
+    )
+    parser.add_argument(
+        "--task-partitions", type=int, default=6, help="partitions of the co-partitioned topics (default: 6)"
+    )
     args = parser.parse_args()
 
     def workload() -> Workload:
@@ -293,14 +347,26 @@ def main() -> None:
     if args.no_kafka:
         return
 
-    async def run() -> dict[str, float | str]:
-        with kafka_broker() as bootstrap:
-            return await through_kafka(bootstrap, workload(), targets, heaviest, args.compression)
+    async def run(bootstrap: str, instances: int) -> dict[str, float | str]:
+        return await through_kafka(
+            bootstrap,
+            workload(),
+            targets,
+            heaviest,
+            compression=args.compression,
+            instances=instances,
+            task_partitions=args.task_partitions,
+        )
 
-    kafka_figures = asyncio.run(run())
-    kafka_figures["peak RSS MiB (whole run)"] = round(peak_rss_mib(), 1)
-    print()
-    print_figures("cluster placement: through Kafka (in-process processor, read_committed)", kafka_figures)
+    with kafka_broker() as bootstrap:
+        for instances in args.instances:
+            kafka_figures = asyncio.run(run(bootstrap, instances))
+            print()
+            print_figures(
+                f"cluster placement: through Kafka, {instances} instance(s) of `placement-stream run`, "
+                "decisions read by another process (read_committed)",
+                kafka_figures,
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,16 @@ from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
-__all__ = ["Emit", "EngineContext", "EngineSettings", "PartedStateEngine", "StatePart", "Step", "SubjectEngine"]
+__all__ = [
+    "Emit",
+    "EngineContext",
+    "EngineSettings",
+    "PartedStateEngine",
+    "PeerAwareEngine",
+    "StatePart",
+    "Step",
+    "SubjectEngine",
+]
 
 S = TypeVar("S")
 
@@ -136,6 +145,26 @@ class PartedStateEngine(Protocol):
     def load_part(self, state: Any, part: str, raw: Mapping[str, Any] | None) -> Any:
         """`state` (None: nothing yet) with one part restored or, for `raw=None`, removed; None when nothing
         is left. Raise engine.errors.InvalidStateError if `raw` is unreadable."""
+        ...
+
+
+@runtime_checkable
+class PeerAwareEngine(Protocol):
+    """An engine whose decisions read subjects that other instances own (OCM's Balance counts the decisions of
+    every other placement): it follows their changelog entries without owning or deciding them."""
+
+    def observe_peer(self, key: str, part: str, raw: Mapping[str, Any] | None) -> None:
+        """A changelog entry (`part`, `raw`; None: a tombstone) of a subject another instance owns. Raise
+        engine.errors.InvalidStateError if `raw` is unreadable."""
+        ...
+
+    def release(self, key: str) -> None:
+        """This instance stops owning the subject (a rebalance): what peers see of it stays until its new owner
+        writes. Called before the subject's state is dropped."""
+        ...
+
+    def peer_keys(self) -> Iterable[str]:
+        """The subjects followed through `observe_peer`."""
         ...
 
 

@@ -43,6 +43,13 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.consumed = Counter("placement_records_consumed", "Records consumed", ["topic"], registry=r)
+        self.processed = Counter(
+            "placement_records_processed",
+            "Records consumed and processed, their batch's outputs committed",
+            ["topic"],
+            registry=r,
+        )
+        self.decided = Counter("placement_subjects_decided", "Subjects decided, re-decisions included", registry=r)
         self.produced = Counter("placement_records_produced", "Records produced", ["topic"], registry=r)
         self.dead_letters = Counter("placement_dead_letters", "Records dead-lettered", ["topic", "stage"], registry=r)
         self.transactions = Counter("placement_transactions", "Task transactions", ["outcome"], registry=r)

@@ -21,11 +21,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from engine.core import SubjectEngine
-from engine.errors import InvalidStateError
 from engine.registry import build_engines
 from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from streams.http import HealthServer
 from streams.kafka.admin import ensure_topics
+from streams.kafka.peers import PeerChangelog, changelog_sink
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader, read_to_end, seek_to_start
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
@@ -96,6 +96,7 @@ class Processor:
         self._consumer: AIOKafkaConsumer | None = None
         self._tables: AIOKafkaConsumer | None = None
         self._restorer: AIOKafkaConsumer | None = None
+        self._peers: PeerChangelog | None = None
         self._loose: AIOKafkaProducer | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------
@@ -103,6 +104,11 @@ class Processor:
     def ready(self) -> bool:
         """Global tables caught up, group joined, every assigned task restored, not stopping."""
         return self._tables_ready and self._assigned_once and not self._stop.is_set()
+
+    @property
+    def owned_tasks(self) -> frozenset[int]:
+        """The task partitions this instance owns now."""
+        return self._tasks.owned
 
     def request_stop(self) -> None:
         """Signal-safe: finish the current batch, then shut down."""
@@ -139,6 +145,7 @@ class Processor:
             )
             await self._loose.start()
             await self._catch_up_tables()
+            await self._catch_up_peers()
             # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
             self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
             await self._restorer.start()
@@ -195,10 +202,24 @@ class Processor:
         self._tables_ready = True
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
 
+    async def _catch_up_peers(self) -> None:
+        kafka, runtime = self.settings.kafka, self._require_runtime()
+        self._peers = PeerChangelog(
+            kafka.bootstrap_servers,
+            f"{kafka.client_id}-peers",
+            self._names.changelog,
+            self.partitions,
+            runtime.observe_peer,
+        )
+        count, seconds = await self._peers.start()
+        self.metrics.restore_seconds.labels("peers").set(seconds)
+        log.info("peer decisions caught up", extra={"records": count, "seconds": seconds})
+
     async def _shutdown(self, http: HealthServer) -> None:
         for stop in (
             self._tasks.stop_all,
             *(c.stop for c in (self._consumer, self._tables, self._restorer, self._loose) if c is not None),
+            *((self._peers.stop,) if self._peers is not None else ()),
             http.stop,
         ):
             try:
@@ -221,6 +242,7 @@ class Processor:
             await self._tasks.stop(partition)
         for partition in sorted(wanted - self._tasks.owned):
             await self._take_task(partition, rewind=False)
+        await self._require(self._peers).follow(wanted)
         runtime.dead_letter_inventory = 0 in wanted
         self._assigned_once = True
         self.metrics.subjects.set(len(runtime.states))
@@ -232,6 +254,7 @@ class Processor:
         committed offsets (after an aborted transaction); a fresh assignment starts there by itself."""
         runtime = self._require_runtime()
         runtime.forget(self._keys_of(partition))
+        runtime.adopt(lambda key: self._task_of(key) == partition)
         async for attempt in kafka_retrying():
             with attempt:
                 await self._tasks.start(partition)
@@ -247,19 +270,9 @@ class Processor:
         restorer = self._require(self._restorer)
         changelog = TopicPartition(self._names.changelog, partition)
         restorer.assign([changelog])
-        await read_to_end(restorer, [changelog], self._restore_chunk)
+        await read_to_end(restorer, [changelog], changelog_sink(runtime.restore, "changelog entry"))
         self.metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         await self._publish(runtime.redecide_chunks(self._keys_of(partition), _utcnow()), {})
-
-    def _restore_chunk(self, records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
-        runtime = self._require_runtime()
-        for record in records:
-            if record.key is None:
-                continue
-            try:
-                runtime.restore(record.key.decode(), record.value)
-            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
-                log.error("skipping unreadable changelog entry", extra={"offset": record.offset, "error": str(exc)})
 
     def _keys_of(self, partition: int) -> list[str]:
         states = self._require_runtime().states
@@ -274,7 +287,7 @@ class Processor:
 
     # --- the loop ---------------------------------------------------------------------------------
     async def _loop(self) -> None:
-        consumer, tables = self._require(self._consumer), self._require(self._tables)
+        consumer, tables, peers = self._require(self._consumer), self._require(self._tables), self._require(self._peers)
         runtime = self._require_runtime()
         kafka = self.settings.kafka
         next_reload = next_lag = 0.0
@@ -286,6 +299,7 @@ class Processor:
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
             # the inventory is polled after the subjects, so a batch sees the tables at least as new as its records
             inventory = await tables.getmany(timeout_ms=0, max_records=kafka.max_batch_records)
+            from_peers = await peers.poll(kafka.max_batch_records)
             if self._stop.is_set() and subjects:
                 # not processed: the offsets stay uncommitted and the next owner reads them again
                 break
@@ -293,6 +307,7 @@ class Processor:
             async with self.batch_lock:
                 # a rebalance may have taken partitions since the poll: their records belong to the new owner
                 owned = self._tasks.owned
+                peers.apply(from_peers, owned)
                 await self._handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self.settings.queue_config_poll_seconds
@@ -312,9 +327,12 @@ class Processor:
         for tp, batch in subjects.items():
             if batch:
                 offsets[tp.partition][tp] = batch[-1].offset + 1
-        for topic, count in Counter(record.topic for record in records).items():
+        by_topic = Counter(record.topic for record in records)
+        for topic, count in by_topic.items():
             self.metrics.consumed.labels(topic).inc(count)
         await self._publish(itertools.chain(chunks, runtime.fire_timer_chunks(now)), offsets)
+        for topic, count in by_topic.items():
+            self.metrics.processed.labels(topic).inc(count)
         committed_at = time.time() * 1000
         for batch in subjects.values():
             for record in batch:
@@ -344,6 +362,8 @@ class Processor:
         and committing a task in the background once the runtime marks it finished; records bound to no task go
         out plainly. The chunks are always exhausted: the runtime's state moves on with them, and a task whose
         transaction failed is restored from Kafka afterwards."""
+        runtime = self._require_runtime()
+        decided = runtime.decided_subjects
         transactions = TaskTransactions(self._tasks, self._names.name, self._task_of, self.settings.kafka.group_id)
         pending = dict(offsets)
         for chunk in chunks:
@@ -351,6 +371,7 @@ class Processor:
             if chunk.finished is not None:
                 transactions.finish(chunk.finished, pending.pop(chunk.finished, {}))
             await let_producers_send()
+        self.metrics.decided.inc(runtime.decided_subjects - decided)
         for tally in await transactions.commit(pending):
             self.metrics.transactions.labels("committed").inc()
             self.metrics.count_produced(tally, self._names.name)

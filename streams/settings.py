@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -99,6 +100,18 @@ class Settings(BaseSettings):
     gc_threshold: int = Field(default=50_000, ge=0)
     """Young-generation threshold of Python's cyclic garbage collector (see streams/memory.py); 0 keeps
     Python's default of 700."""
+
+    def environment(self) -> dict[str, str]:
+        """These settings as the PLACEMENT_* variables `placement-stream run` reads, e.g. to start replicas;
+        unset (None) fields are left out, lists go as JSON."""
+        env: dict[str, str] = {}
+        for name, value in self.model_dump(mode="json").items():
+            fields = value.items() if isinstance(value, dict) else [("", value)]
+            for field, inner in fields:
+                if inner is not None:
+                    key = f"PLACEMENT_{name.upper()}" + (f"__{field.upper()}" if field else "")
+                    env[key] = inner if isinstance(inner, str) else json.dumps(inner)
+        return env
 
     def engine_settings(self) -> EngineSettings:
         """The pure subset the engines see."""

@@ -25,6 +25,7 @@ from engine.cluster.state import (
     dump_placement_state,
     load_placement_part,
     load_placement_state,
+    peer_decided,
     placement_state_changes,
 )
 from engine.cluster.status import Code
@@ -302,6 +303,25 @@ class ClusterPlacementEngine:
     ) -> PlacementState | None:
         """Apply one changelog entry of `state_changes` (or a whole-state entry from before the parts)."""
         return load_placement_part(state, part, raw)
+
+    # --- PeerAwareEngine -------------------------------------------------------------------------
+    def observe_peer(self, key: str, part: str, raw: Mapping[str, Any] | None) -> None:
+        """Another instance's placement: its decided clusters count in every Balance score here (F2)."""
+        decided = peer_decided(part, raw)
+        if decided is not None:
+            self._index.observe_peer(key, decided)
+
+    def release(self, key: str) -> None:
+        """Another instance takes the placement over: its decision stays counted until the new owner writes."""
+        self._index.release(key)
+
+    def decided_counts(self) -> dict[str, int]:
+        """How many placements decided each cluster, those of other instances included: Balance's input."""
+        return {name: count for name, count in self._index.counts.counts.items() if count > 0}
+
+    def peer_keys(self) -> Iterable[str]:
+        """Placements other instances own, as far as their changelog entries told."""
+        return list(self._index.peers)
 
     # --- explain ---------------------------------------------------------------------------------
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:

@@ -179,7 +179,8 @@ class OthersView:
 
 
 class PlacementIndex:
-    """Placements by namespace and by score resource, their decisions, and decision counts."""
+    """Placements by namespace and by score resource, their decisions, and decision counts (with the decisions
+    of placements other instances own)."""
 
     def __init__(self) -> None:
         self.tracked: dict[str, TrackedPlacement] = {}
@@ -187,6 +188,27 @@ class PlacementIndex:
         self.by_score: dict[str, set[str]] = {}
         self.any_score: set[str] = set()
         self.counts = DecisionCounts()
+        self.peers: dict[str, frozenset[str]] = {}
+        """Decisions of placements other instances own: counted for Balance (F2 counts every other placement),
+        never re-decided here. Tracking a placement supersedes its peer entry."""
+
+    def observe_peer(self, key: str, decided: frozenset[str]) -> None:
+        """Another instance's placement decided `decided` (empty: nothing, or it is gone); ignored while the
+        placement is tracked here, as this instance's own state is the newer."""
+        if key in self.tracked:
+            return
+        old = self.peers.pop(key, frozenset())
+        if decided:
+            self.peers[key] = decided
+        self.counts.replace(old, decided)
+
+    def release(self, key: str) -> None:
+        """Stop tracking a placement another instance takes over; its decision stays counted as a peer's."""
+        entry = self.tracked.get(key)
+        if entry is None:
+            return
+        self.remove(key)
+        self.observe_peer(key, entry.decided)
 
     def remove(self, key: str) -> None:
         """Forget a placement."""
@@ -211,6 +233,8 @@ class PlacementIndex:
             return
         if old is not None:
             self._unlink(key, old)
+        else:
+            self.counts.replace(self.peers.pop(key, frozenset()), frozenset())
         self.tracked[key] = entry
         self.by_namespace.setdefault(entry.namespace, set()).add(key)
         if entry.score_names is None:

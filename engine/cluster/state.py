@@ -34,6 +34,7 @@ __all__ = [
     "dump_placement_state",
     "load_placement_part",
     "load_placement_state",
+    "peer_decided",
     "placement_state_changes",
 ]
 
@@ -159,6 +160,23 @@ def load_placement_part(
         return PlacementState(placement) if state is None else replace(state, placement=placement)
 
 
+def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The clusters a placement owned elsewhere has decided, by one of its changelog entries: empty when the
+    entry removes the placement or its decision, None when the entry says nothing of the decision (a Placement
+    entry, which a decision entry always follows). InvalidStateError when the entry cannot be read."""
+    if part not in ("", DECISION_PART):
+        raise InvalidStateError(f"unknown cluster placement state part {part!r}")
+    if raw is None:
+        return frozenset()
+    if not part and "published" not in raw:
+        return None
+    with _readable():
+        body = raw["published"]
+        if body is None:
+            return frozenset()
+        return frozenset(str(cluster) for page in body["pages"] for cluster in page[3])
+
+
 def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
     """Inverse of dump_placement_state; InvalidStateError when the entry cannot be read."""
     with _readable():
@@ -172,6 +190,7 @@ def _readable() -> Iterator[None]:
         yield
     except (
         AttributeError,
+        IndexError,
         KeyError,
         TypeError,
         ValueError,

@@ -15,6 +15,7 @@ import hashlib
 import heapq
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,7 @@ from engine.core import (
     EngineSettings,
     ExplainingEngine,
     PartedStateEngine,
+    PeerAwareEngine,
     StatePart,
     Step,
     SubjectEngine,
@@ -95,6 +97,8 @@ class Runtime:
         self.settings = settings or EngineSettings()
         self.queue_config = queue_config
         self.states: dict[str, Any] = {}
+        self.decided_subjects = 0
+        """Decisions run so far: one per dirty subject per batch and one per timer fired."""
         self.dead_letter_inventory = dead_letter_inventory
         """Only one instance dead-letters bad global-table records, or every instance would."""
         self._task_of: Callable[[str], int] = task_of or _one_task
@@ -102,6 +106,9 @@ class Runtime:
         self._engines = {engine.KIND: engine for engine in engines}
         self._parted: dict[str, PartedStateEngine] = {
             engine.KIND: engine for engine in engines if isinstance(engine, PartedStateEngine)
+        }
+        self._peer_aware: dict[str, PeerAwareEngine] = {
+            engine.KIND: engine for engine in engines if isinstance(engine, PeerAwareEngine)
         }
         self._timers: list[tuple[datetime, str]] = []
         self._due: dict[str, datetime] = {}
@@ -173,6 +180,7 @@ class Runtime:
             del self._due[key]
             batch = _Batch(f"timer|{key}|{due.isoformat()}")
             ctx = self.context(due)
+            self.decided_subjects += key in self.states
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
             yield from self._finish(batch, ctx, mark_finished=False)
 
@@ -209,7 +217,7 @@ class Runtime:
         Raises:
             InvalidStateError: the key names no subject or the value cannot be read.
         """
-        try:
+        with _changelog_entry(record_key):
             key, part = split_changelog_key(record_key)
             engine = self.engine_for(key)
             raw = None if value is None else loads(value)["state"]
@@ -220,8 +228,6 @@ class Runtime:
                 raise InvalidStateError(f"the {engine.KIND} engine keeps no state parts")
             else:
                 state = None if raw is None else engine.load_state(raw)
-        except (ValueError, KeyError, TypeError, EngineError) as exc:
-            raise InvalidStateError(f"changelog entry {record_key} cannot be read: {exc}") from exc
         self._set_state(engine, key, state)
         self._remember_written(key, state)
         if not part:
@@ -230,11 +236,37 @@ class Runtime:
             else:
                 self._changelog[key] = _digest(value)
 
+    def observe_peer(self, record_key: str, value: bytes | None) -> None:
+        """Follow one changelog entry of a subject another instance owns, for engines whose decisions read such
+        subjects; entries of subjects owned here are ignored (the state here is the newer).
+
+        Raises:
+            InvalidStateError: the key names no subject or the value cannot be read.
+        """
+        with _changelog_entry(record_key):
+            key, part = split_changelog_key(record_key)
+            engine = self._peer_aware.get(subject_kind(key))
+            if engine is None or key in self.states:
+                return
+            engine.observe_peer(key, part, None if value is None else loads(value)["state"])
+
+    def adopt(self, owned: Callable[[str], bool]) -> None:
+        """Stop following the subjects `owned` names as peers' before their state is restored here: what was
+        seen of a subject deleted meanwhile must not linger, and a restored state replaces the rest."""
+        for engine in self._peer_aware.values():
+            for key in [key for key in engine.peer_keys() if owned(key)]:
+                engine.observe_peer(key, "", None)
+
     def forget(self, keys: Iterable[str]) -> None:
-        """Drop subjects this instance no longer owns (no records are published)."""
+        """Drop subjects this instance no longer owns (no records are published); what peer-aware engines saw
+        of them stays until the new owner's changelog entries arrive through `observe_peer`."""
         for key in list(keys):
             if key in self.states:
-                self._set_state(self.engine_for(key), key, None)
+                engine = self.engine_for(key)
+                peer_aware = self._peer_aware.get(engine.KIND)
+                if peer_aware is not None:
+                    peer_aware.release(key)
+                self._set_state(engine, key, None)
             self._changelog.pop(key, None)
             self._written.pop(key, None)
 
@@ -327,6 +359,7 @@ class Runtime:
                     state = self.states.get(key)
                     if state is not None:
                         engine = self.engine_for(key)
+                        self.decided_subjects += 1
                         self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
                         self._write_changelog(batch, key)
             for key in sorted(touched):
@@ -395,6 +428,15 @@ class Runtime:
                     self._changelog[key] = digest
             record_key = changelog_key(key, part).encode()
             batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
+
+
+@contextmanager
+def _changelog_entry(record_key: str) -> Iterator[None]:
+    """Any error reading a changelog entry becomes InvalidStateError naming it, so the reader skips it and goes on."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, EngineError) as exc:
+        raise InvalidStateError(f"changelog entry {record_key} cannot be read: {exc}") from exc
 
 
 def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:

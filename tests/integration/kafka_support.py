@@ -52,16 +52,7 @@ class KafkaWorld:
 
     def env(self, **extra: str) -> dict[str, str]:
         """The same settings as environment variables, for a processor in a subprocess."""
-        env = {
-            "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS": self.bootstrap,
-            "PLACEMENT_KAFKA__GROUP_ID": self.group,
-            "PLACEMENT_KAFKA__TASK_PARTITIONS": str(self.partitions),
-            "PLACEMENT_KAFKA__SESSION_TIMEOUT_MS": "6000",
-            "PLACEMENT_HTTP_PORT": "0",
-            **{f"PLACEMENT_TOPICS__{role.upper()}": name for role, name in self.topics.model_dump().items()},
-        }
-        env.update(extra)
-        return env
+        return {**self.settings(http_port=0).environment(), **extra}
 
     async def produce(self, items: Sequence[tuple[str, str | None, Any]]) -> None:
         """Send (topic, key, value) items; dict values are JSON-encoded, bytes are sent as they are."""

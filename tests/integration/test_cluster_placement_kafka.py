@@ -16,7 +16,9 @@ import orjson
 import pytest
 from kafka_support import KafkaWorld, Record, event, http_get, running, wait_for
 
+from engine.cluster import ClusterPlacementEngine
 from streams.cli import main as cli_main
+from streams.kafka.tasks import partition_of
 from streams.service import Processor
 
 pytestmark = pytest.mark.integration
@@ -321,3 +323,50 @@ async def test_e_explain_shows_which_filter_removed_each_cluster(
     assert last is not None
     assert last["data"]["filteredBy"] == {"c2": "TaintToleration", "c3": "Predicate"}
     assert [p["name"] for p in last["data"]["prioritizers"]] == ["Balance", "Steady", "ResourceAllocatableCPU"]
+
+
+async def test_two_instances_share_the_placements_and_balance_counts_across_them(world: KafkaWorld) -> None:
+    """Scale-out: two processors of one group own one task each. A placement decided on one instance counts in
+    the other's Balance (F2 counts every other placement), so a second placement there avoids the first one's
+    cluster. When one instance leaves, the other takes its task over and counts each placement once."""
+    by_task = {partition_of(f"Placement/apps/p{i}", world.partitions): f"p{i}" for i in range(20)}
+    first_name, second_name = by_task[0], by_task[1]
+    submissions, spec = world.topics.submissions, {"numberOfClusters": 1}
+    async with running(world.settings()) as one:  # creates the topics
+        await world.produce(base_inventory(world, {"c1": {}, "c2": {}}))
+        async with running(world.settings()) as two:
+            await wait_for(lambda: one.owned_tasks | two.owned_tasks == {0, 1} and len(one.owned_tasks) == 1)
+            owner, other = (one, two) if 0 in one.owned_tasks else (two, one)
+            await world.produce([(submissions, f"Placement/apps/{first_name}", placement(first_name, spec))])
+            first_key = f"Placement/apps/{first_name}"
+            records = await world.collect(world.topics.decisions, lambda rs: bool(decided(rs, first_key)))
+            assert decisions_of(records, first_key) == [{"c1"}]  # nothing else decided: a tie, name order
+            await wait_for(lambda: _counts(other) == {"c1": 1})  # the owner's changelog entry reached the other
+
+            second_key = f"Placement/apps/{second_name}"
+            await world.produce([(submissions, second_key, placement(second_name, spec))])
+            records = await world.collect(world.topics.decisions, lambda rs: bool(decided(rs, second_key)))
+            assert decisions_of(records, second_key) == [{"c2"}]  # Balance: c1 already holds a placement
+            await wait_for(lambda: _counts(owner) == {"c1": 1, "c2": 1})
+            # each submission was processed (and committed) once, by its owner, which decided it at least once
+            processed = {p: _sample(p, "placement_records_processed_total", topic=submissions) for p in (one, two)}
+            assert processed == {owner: 1.0, other: 1.0}
+            assert all(_sample(p, "placement_subjects_decided_total") >= 1 for p in (one, two))
+        # `two` has left the group: `one` owns both tasks, whichever it owned before
+        await wait_for(lambda: one.owned_tasks == {0, 1})
+        assert _counts(one) == {"c1": 1, "c2": 1}
+        assert set(one.runtime.states if one.runtime else ()) == {first_key, second_key}
+    records = await world.collect(world.topics.decisions, lambda rs: len(decided(rs, second_key)) >= 1)
+    assert [len(decided(records, key)) for key in (first_key, second_key)] == [1, 1]  # nothing re-published
+
+
+def _counts(processor: Processor) -> dict[str, int]:
+    """The processor's Balance input: how many placements, its own and other instances', decided each cluster."""
+    assert processor.runtime is not None
+    engine = processor.runtime.engine_for(WEB)
+    assert isinstance(engine, ClusterPlacementEngine)
+    return engine.decided_counts()
+
+
+def _sample(processor: Processor, name: str, **labels: str) -> float:
+    return processor.metrics.registry.get_sample_value(name, labels) or 0.0

@@ -36,6 +36,30 @@ def test_environment_settings_are_read_with_the_prefix(monkeypatch: pytest.Monke
     assert settings.topics.name(TopicRole.DECISIONS) == "custom.decisions"
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {
+            "kafka": {"group_instance_id": "replica-1", "task_partitions": 6, "compression_type": "none"},
+            "topics": TopicNames.prefixed("t.").model_dump(),
+            "explain": ["Placement/apps/web", "Placement/apps/api"],
+            "http_port": 0,
+            "queue_config": "queues.yaml",
+        },
+    ],
+    ids=["defaults", "everything-set"],
+)
+def test_settings_as_environment_read_back_the_same(
+    monkeypatch: pytest.MonkeyPatch, overrides: dict[str, object]
+) -> None:
+    """`environment()` is what replicas are started with: the service must read back exactly these settings."""
+    settings = load_settings(**overrides)
+    for key, value in settings.environment().items():
+        monkeypatch.setenv(key, value)
+    assert load_settings() == settings
+
+
 def test_kafka_bootstrap_servers_points_everything_at_an_existing_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PLACEMENT_KAFKA__BOOTSTRAP_SERVERS", raising=False)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "10.0.0.1:9092")

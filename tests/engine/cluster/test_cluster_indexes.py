@@ -95,3 +95,45 @@ def test_placement_index_holders_match_a_recount_after_every_change(seed: int, l
                 holders[cluster].add(holder)
         asked = rng.sample(sorted(holders), rng.choice((0, 1, 3, len(holders))))
         assert index.holding(asked) == {name: holders[name] for name in asked}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_balance_counts_hold_tracked_and_peer_decisions_once_each(seed: int) -> None:
+    """With several instances, Balance counts every other placement (F2): the tracked ones and the peers' (other
+    instances' placements). A placement counts once, by its tracked decision while tracked here (a peer entry
+    then is ignored), and by its peer entry otherwise; a release hands the tracked decision to the peer view.
+    Only tracked placements are ever found by `holding`, as only they are re-decided here."""
+    rng = random.Random(seed)
+    index = PlacementIndex()
+    tracked: dict[str, frozenset[str]] = {}
+    peers: dict[str, frozenset[str]] = {}
+    for _ in range(400):
+        key = f"Placement/ns/p{rng.randrange(8)}"
+        decided = frozenset(rng.sample(CLUSTERS, rng.randint(0, 4)))
+        action = rng.choice(("put", "remove", "peer", "release"))
+        if action == "put":
+            index.put(key, TrackedPlacement("ns", frozenset(), frozenset(), decided))
+            tracked[key] = decided
+            peers.pop(key, None)
+        elif action == "remove":
+            index.remove(key)
+            tracked.pop(key, None)
+        elif action == "peer":
+            index.observe_peer(key, decided)
+            if key not in tracked:
+                peers[key] = decided
+        elif key in tracked:
+            index.release(key)
+            peers[key] = tracked.pop(key)
+        else:
+            index.release(key)  # not tracked: nothing to hand over
+        counted = {**{k: v for k, v in peers.items() if k not in tracked}, **tracked}
+        recount = Counter(name for decided in counted.values() for name in decided)
+        assert +index.counts.counts == +recount
+        assert {k: v for k, v in index.peers.items() if v} == {
+            k: v for k, v in counted.items() if v and k not in tracked
+        }
+        assert index.holding(CLUSTERS) == {name: {k for k, v in tracked.items() if name in v} for name in CLUSTERS}
+        probe = f"Placement/ns/p{rng.randrange(8)}"
+        own = tracked.get(probe, frozenset())
+        assert [index.others(probe).count(name) for name in CLUSTERS] == [recount[n] - (n in own) for n in CLUSTERS]

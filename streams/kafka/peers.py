@@ -1,0 +1,92 @@
+"""Following what other instances decide: the changelog partitions of the tasks this instance does not own.
+
+Some decisions read subjects owned elsewhere (OCM's Balance counts the decisions of every other placement), so
+with several instances each one reads the others' changelog entries, as Kafka Streams would read a global
+table. Entries of owned tasks are not read: the restored state is the newer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from engine.errors import InvalidStateError
+from streams.kafka.tables import RecordSink, new_reader, read_to_end
+
+__all__ = ["PeerChangelog", "changelog_sink"]
+
+log = logging.getLogger("placement.peers")
+
+EntrySink = Callable[[str, bytes | None], None]
+"""Applies one changelog entry (record key, value; None is a tombstone)."""
+
+
+def changelog_sink(apply: EntrySink, what: str) -> RecordSink:
+    """A sink applying each keyed record; an unreadable entry is logged and skipped, so one bad entry costs
+    only itself."""
+
+    def sink(records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+        for record in records:
+            if record.key is None:
+                continue
+            try:
+                apply(record.key.decode(), record.value)
+            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
+                log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
+
+    return sink
+
+
+class PeerChangelog:
+    """A group-less reader of the changelog partitions of other instances' tasks."""
+
+    def __init__(self, bootstrap_servers: str, client_id: str, topic: str, partitions: int, apply: EntrySink) -> None:
+        self._consumer: AIOKafkaConsumer = new_reader(bootstrap_servers, client_id)
+        self._topic = topic
+        self._partitions = partitions
+        self._sink = changelog_sink(apply, "peer changelog entry")
+
+    async def start(self) -> tuple[int, float]:
+        """Read every partition to its end (before joining the group, every task is another's); returns the
+        record count and the seconds it took."""
+        await self._consumer.start()
+        partitions = [TopicPartition(self._topic, p) for p in range(self._partitions)]
+        self._consumer.assign(partitions)
+        started = time.perf_counter()
+        count = await read_to_end(self._consumer, partitions, self._sink)
+        return count, time.perf_counter() - started
+
+    async def follow(self, owned: Collection[int]) -> None:
+        """Follow every task not in `owned`. A partition followed before keeps its position; one this instance
+        just gave up is read from its end (it wrote all of it, and its subjects' decisions were released to
+        the peers' view); one never followed is read from its start."""
+        consumer = self._consumer
+        before = {tp: await consumer.position(tp) for tp in consumer.assignment()}
+        wanted = [TopicPartition(self._topic, p) for p in range(self._partitions) if p not in owned]
+        released = [tp for tp in wanted if tp not in before]
+        end = await consumer.end_offsets(released) if released else {}
+        consumer.assign(wanted)
+        for tp in wanted:
+            offset = before.get(tp, end.get(tp))
+            if offset is not None:
+                consumer.seek(tp, offset)
+
+    async def poll(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
+        """What has arrived, without waiting."""
+        batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = await self._consumer.getmany(
+            timeout_ms=0, max_records=max_records
+        )
+        return batches
+
+    def apply(self, batches: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]], owned: Collection[int]) -> None:
+        """Apply polled records, except those of tasks owned since the poll (their restore covers them)."""
+        for tp, records in batches.items():
+            if tp.partition not in owned:
+                self._sink(records)
+
+    async def stop(self) -> None:
+        """Stop reading."""
+        await self._consumer.stop()
