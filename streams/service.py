@@ -158,6 +158,7 @@ class Processor:
                 auto_offset_reset="earliest",
                 isolation_level="read_committed",
                 session_timeout_ms=kafka.session_timeout_ms,
+                heartbeat_interval_ms=kafka.heartbeat_interval_ms,
                 partition_assignment_strategy=(RangePartitionAssignor,),
             )
             await self._consumer.start()

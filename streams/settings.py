@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.core import EngineSettings
@@ -32,6 +32,10 @@ class KafkaSettings(BaseModel):
     """Partitions of every co-partitioned topic; one transactional producer per owned partition."""
     replication_factor: int = Field(default=1, ge=1)
     session_timeout_ms: int = Field(default=10_000, ge=1000)
+    heartbeat_interval_ms: int = Field(default=1000, ge=100)
+    """How often the group member reports to the coordinator, and so how soon it learns of a rebalance: when an
+    instance joins, the others keep every task until their next heartbeat. aiokafka's default of 3 s made a
+    second instance wait seconds for its share; must stay below a third of the session timeout."""
     transaction_timeout_ms: int = Field(default=60_000, ge=1000)
     max_batch_records: int = Field(default=1000, ge=1)
     poll_timeout_ms: int = Field(default=20, ge=1)
@@ -42,6 +46,14 @@ class KafkaSettings(BaseModel):
     """Codec of every record batch the processor produces. A decision of a few hundred clusters is tens of
     kilobytes of repetitive JSON that zstd shrinks several times; consumers need zstd support (Kafka 2.1+
     clients), else choose `none` or `gzip`."""
+
+    @field_validator("heartbeat_interval_ms")
+    @classmethod
+    def _heartbeat_within_session(cls, value: int, info: ValidationInfo) -> int:
+        session = info.data.get("session_timeout_ms")
+        if session is not None and value * 3 > session:
+            raise ValueError(f"must be at most a third of session_timeout_ms ({session})")
+        return value
 
     def compression(self) -> str | None:
         """The codec as the Kafka client takes it."""
