@@ -60,9 +60,9 @@ class PeerChangelog:
         return count, time.perf_counter() - started
 
     async def follow(self, owned: Collection[int]) -> None:
-        """Follow every task not in `owned`. A partition followed before keeps its position; one this instance
-        just gave up is read from its end (it wrote all of it, and its subjects' decisions were released to
-        the peers' view); one never followed is read from its start."""
+        """Follow every task not in `owned`. A partition followed before keeps its position (`start` followed
+        them all); one this instance owned until now is read from its end: it wrote all of it, and its subjects'
+        decisions were released to the peers' view."""
         consumer = self._consumer
         before = {tp: await consumer.position(tp) for tp in consumer.assignment()}
         wanted = [TopicPartition(self._topic, p) for p in range(self._partitions) if p not in owned]
