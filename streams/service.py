@@ -145,7 +145,7 @@ class Processor:
             )
             await self._loose.start()
             await self._catch_up_tables()
-            await self._catch_up_peers()
+            await self._start_peers()
             # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
             self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
             await self._restorer.start()
@@ -203,7 +203,7 @@ class Processor:
         self._tables_ready = True
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
 
-    async def _catch_up_peers(self) -> None:
+    async def _start_peers(self) -> None:
         kafka, runtime = self.settings.kafka, self._require_runtime()
         self._peers = PeerChangelog(
             kafka.bootstrap_servers,
@@ -212,9 +212,7 @@ class Processor:
             self.partitions,
             runtime.observe_peer,
         )
-        count, seconds = await self._peers.start()
-        self.metrics.restore_seconds.labels("peers").set(seconds)
-        log.info("peer decisions caught up", extra={"records": count, "seconds": seconds})
+        await self._peers.start()
 
     async def _shutdown(self, http: HealthServer) -> None:
         for stop in (
@@ -241,9 +239,13 @@ class Processor:
         for partition in sorted(self._tasks.owned - wanted):
             runtime.forget(self._keys_of(partition))
             await self._tasks.stop(partition)
+        # the others' decisions first: re-deciding a restored task counts them in Balance
+        started = time.perf_counter()
+        count = await self._require(self._peers).follow(wanted)
+        self.metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
+        log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
         for partition in sorted(wanted - self._tasks.owned):
             await self._take_task(partition, rewind=False)
-        await self._require(self._peers).follow(wanted)
         runtime.dead_letter_inventory = 0 in wanted
         self._assigned_once = True
         self.metrics.subjects.set(len(runtime.states))

@@ -8,7 +8,6 @@ table. Entries of owned tasks are not read: the restored state is the newer.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Collection, Sequence
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -48,31 +47,30 @@ class PeerChangelog:
         self._topic = topic
         self._partitions = partitions
         self._sink = changelog_sink(apply, "peer changelog entry")
+        self._owned: frozenset[int] = frozenset()
 
-    async def start(self) -> tuple[int, float]:
-        """Read every partition to its end (before joining the group, every task is another's); returns the
-        record count and the seconds it took."""
+    async def start(self) -> None:
+        """Connect; nothing is read before `follow` names the tasks owned here."""
         await self._consumer.start()
-        partitions = [TopicPartition(self._topic, p) for p in range(self._partitions)]
-        self._consumer.assign(partitions)
-        started = time.perf_counter()
-        count = await read_to_end(self._consumer, partitions, self._sink)
-        return count, time.perf_counter() - started
 
-    async def follow(self, owned: Collection[int]) -> None:
-        """Follow every task not in `owned`. A partition followed before keeps its position (`start` followed
-        them all); one this instance owned until now is read from its end: it wrote all of it, and its subjects'
-        decisions were released to the peers' view."""
+    async def follow(self, owned: Collection[int]) -> int:
+        """Follow every task not in `owned`, and return once each new one is read to its end; returns the count
+        of records read. A partition followed before keeps its position; one owned here until now is read from
+        its end, as this instance wrote all of it and released its subjects' decisions to the peers' view; any
+        other is read from its start (a single instance owns every task and reads nothing)."""
         consumer = self._consumer
         before = {tp: await consumer.position(tp) for tp in consumer.assignment()}
         wanted = [TopicPartition(self._topic, p) for p in range(self._partitions) if p not in owned]
-        released = [tp for tp in wanted if tp not in before]
+        released = [tp for tp in wanted if tp.partition in self._owned]
+        fresh = [tp for tp in wanted if tp not in before and tp.partition not in self._owned]
         end = await consumer.end_offsets(released) if released else {}
         consumer.assign(wanted)
         for tp in wanted:
             offset = before.get(tp, end.get(tp))
             if offset is not None:
                 consumer.seek(tp, offset)
+        self._owned = frozenset(owned)
+        return await read_to_end(consumer, fresh, self._sink)
 
     async def poll(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
         """What has arrived, without waiting."""

@@ -328,7 +328,8 @@ async def test_e_explain_shows_which_filter_removed_each_cluster(
 async def test_two_instances_share_the_placements_and_balance_counts_across_them(world: KafkaWorld) -> None:
     """Scale-out: two processors of one group own one task each. A placement decided on one instance counts in
     the other's Balance (F2 counts every other placement), so a second placement there avoids the first one's
-    cluster. When one instance leaves, the other takes its task over and counts each placement once."""
+    cluster. When one instance leaves, the other takes its task over and counts each placement once; so does a
+    new instance."""
     by_task = {partition_of(f"Placement/apps/p{i}", world.partitions): f"p{i}" for i in range(20)}
     first_name, second_name = by_task[0], by_task[1]
     submissions, spec = world.topics.submissions, {"numberOfClusters": 1}
@@ -356,6 +357,11 @@ async def test_two_instances_share_the_placements_and_balance_counts_across_them
         await wait_for(lambda: one.owned_tasks == {0, 1})
         assert _counts(one) == {"c1": 1, "c2": 1}
         assert set(one.runtime.states if one.runtime else ()) == {first_key, second_key}
+        # a newcomer reads the task it does not get from the start (nothing new is written: read from the end,
+        # the other task's placement would never count) and restores the one it gets
+        async with running(world.settings()) as three:
+            await wait_for(lambda: len(three.owned_tasks) == 1 and len(one.owned_tasks) == 1)
+            await wait_for(lambda: _counts(three) == {"c1": 1, "c2": 1})
     records = await world.collect(world.topics.decisions, lambda rs: len(decided(rs, second_key)) >= 1)
     assert [len(decided(records, key)) for key in (first_key, second_key)] == [1, 1]  # nothing re-published
 
