@@ -25,9 +25,9 @@ from engine.registry import build_engines
 from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from streams.http import HealthServer
 from streams.kafka.admin import ensure_topics
-from streams.kafka.peers import PeerChangelog, changelog_sink
+from streams.kafka.peers import PeerChangelog
 from streams.kafka.retry import kafka_retrying
-from streams.kafka.tables import new_reader, read_to_end, seek_to_start
+from streams.kafka.tables import changelog_sink, new_reader, read_to_end, seek_to_start
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
 from streams.kafka.transactions import TaskTransactions, let_producers_send
 from streams.memory import tune_garbage_collector

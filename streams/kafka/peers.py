@@ -7,36 +7,13 @@ table. Entries of owned tasks are not read: the restored state is the newer.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from engine.errors import InvalidStateError
-from streams.kafka.tables import RecordSink, new_reader, read_to_end
+from streams.kafka.tables import EntrySink, changelog_sink, new_reader, read_to_end
 
-__all__ = ["PeerChangelog", "changelog_sink"]
-
-log = logging.getLogger("placement.peers")
-
-EntrySink = Callable[[str, bytes | None], None]
-"""Applies one changelog entry (record key, value; None is a tombstone)."""
-
-
-def changelog_sink(apply: EntrySink, what: str) -> RecordSink:
-    """A sink applying each keyed record; an unreadable entry is logged and skipped, so one bad entry costs
-    only itself."""
-
-    def sink(records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
-        for record in records:
-            if record.key is None:
-                continue
-            try:
-                apply(record.key.decode(), record.value)
-            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
-                log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
-
-    return sink
+__all__ = ["PeerChangelog"]
 
 
 class PeerChangelog:

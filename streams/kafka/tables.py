@@ -1,4 +1,5 @@
-"""Reading compacted topics to their end: global inventory tables and per-task changelog restore.
+"""Reading compacted topics to their end: global inventory tables, per-task changelog restore and the peers' part
+of the changelog.
 
 The catch-up target is the end offset captured first (the last stable offset under read_committed);
 progress is measured by consumer position, since transaction markers leave offset gaps.
@@ -7,13 +8,37 @@ progress is measured by consumer position, since transaction markers leave offse
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-__all__ = ["RecordSink", "new_reader", "read_to_end", "seek_to_start"]
+from engine.errors import InvalidStateError
+
+__all__ = ["EntrySink", "RecordSink", "changelog_sink", "new_reader", "read_to_end", "seek_to_start"]
+
+log = logging.getLogger("placement.tables")
 
 RecordSink = Callable[[Sequence[ConsumerRecord[bytes, bytes]]], Awaitable[None] | None]
+
+EntrySink = Callable[[str, bytes | None], None]
+"""Applies one changelog entry (record key, value; None is a tombstone)."""
+
+
+def changelog_sink(apply: EntrySink, what: str) -> RecordSink:
+    """A sink applying each keyed record; an unreadable entry is logged and skipped, so one bad entry costs
+    only itself."""
+
+    def sink(records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+        for record in records:
+            if record.key is None:
+                continue
+            try:
+                apply(record.key.decode(), record.value)
+            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
+                log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
+
+    return sink
 
 
 def new_reader(bootstrap_servers: str, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
