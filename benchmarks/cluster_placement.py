@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import time
 import uuid
 from collections import Counter
@@ -164,12 +165,13 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
 
 
 # --- 2 and 3. through Kafka ------------------------------------------------------------------------
-async def _until(predicate: Any, timeout: float, what: str) -> None:
+async def _until(predicate: Any, timeout: float, what: str, interval: float = 0.002) -> None:
+    """Poll `predicate` (plain or async) every `interval` seconds until it holds."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not ((await answer) if inspect.isawaitable(answer := predicate()) else answer):
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.002)
+        await asyncio.sleep(interval)
 
 
 async def _transfer_floor(settings: Settings, partitions: int, records: list[OutputRecord], tail: TopicTail) -> float:
@@ -194,16 +196,6 @@ async def _transfer_floor(settings: Settings, partitions: int, records: list[Out
         return max(at for at, _ in tail.arrivals[seen:]) - started
     finally:
         await producers.stop_all()
-
-
-async def _until_async(predicate: Any, timeout: float, what: str, interval: float = 0.1) -> None:
-    """`_until` for an awaitable predicate, asked every `interval` seconds (each ask costs the instances an HTTP
-    request, so seldom: the figures come from the reader's arrival times, not from these asks)."""
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 def _total(members: list[Samples], name: str, **labels: str) -> float:
@@ -263,7 +255,7 @@ async def through_kafka(
         await tail.start()
         started = time.monotonic()
         await group.start()
-        await _until_async(group.ready, 120, "every instance to be ready", interval=0.05)
+        await _until(group.ready, 120, "every instance to be ready", interval=0.05)
         figures["start -> every instance ready s"] = round(time.monotonic() - started, 3)
         await _until(lambda: len(tail.keys) >= workload.placements, 300, "every placement's first decision")
         total = max(at for at, _ in tail.arrivals) - started
@@ -287,7 +279,8 @@ async def through_kafka(
                 done = [sample(m, "placement_records_processed_total", topic=topic) for m in (*now, *before)]
                 return all(a > b for a, b in zip(done[: len(now)], done[len(now) :], strict=True))
 
-            await _until_async(committed, 30, "the change to be processed")
+            # each ask costs the instances an HTTP request, so seldom: the figures come from the reader's arrivals
+            await _until(committed, 30, "the change to be processed", interval=0.1)
             after = await group.samples()
             published = _total(after, "placement_records_produced_total", topic=decisions) - _total(
                 before, "placement_records_produced_total", topic=decisions

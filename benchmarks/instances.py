@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from streams.http import http_get
 from streams.settings import Settings
 
 __all__ = ["Instance", "InstanceGroup", "Samples", "sample"]
@@ -51,17 +52,10 @@ class Instance:
     async def _get(self, path: str) -> tuple[int, str]:
         """Status and body of one GET; status 0 while nothing listens yet."""
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            status, body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{self.port}{path}", 5)
         except OSError:
             return 0, ""
-        try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-            await writer.drain()
-            response = await reader.read()
-        finally:
-            writer.close()
-        head, _, body = response.decode().partition("\r\n\r\n")
-        return int(head.split(" ", 2)[1]), body
+        return status, body.decode()
 
     async def ready(self) -> bool:
         """/readyz answers 200: tables caught up, group joined, tasks restored."""

@@ -7,7 +7,7 @@ the engine emits. Engines are deterministic: time and inventory come in through 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -163,8 +163,8 @@ class PeerAwareEngine(Protocol):
         writes. Called before the subject's state is dropped."""
         ...
 
-    def peer_keys(self) -> Iterable[str]:
-        """The subjects followed through `observe_peer`."""
+    def adopt(self, owned: Callable[[str], bool]) -> None:
+        """Stop following the subjects `owned` names, whose state is about to be restored here."""
         ...
 
 

@@ -159,20 +159,20 @@ def _explain_replayed(args: argparse.Namespace, key: str) -> dict[str, Any] | No
 
 def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
     """The processor that owns the placement answers; another instance answers 404."""
-    import urllib.error
-    import urllib.request
     from urllib.parse import quote
 
+    from streams.http import http_get
+
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10) as response:
-            loaded: dict[str, Any] = orjson.loads(response.read())
-            return loaded
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise ServiceError(f"{url}: HTTP {exc.code}") from exc
-    except urllib.error.URLError as exc:
-        raise ServiceError(f"{url}: {exc.reason}") from exc
+        status, body = http_get(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10)
+    except OSError as exc:
+        raise ServiceError(f"{url}: {getattr(exc, 'reason', exc)}") from exc
+    if status == 404:
+        return None
+    if status != 200:
+        raise ServiceError(f"{url}: HTTP {status}")
+    loaded: dict[str, Any] = orjson.loads(body)
+    return loaded
 
 
 def _schemas(args: argparse.Namespace) -> int:

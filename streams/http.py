@@ -1,8 +1,11 @@
-"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>."""
+"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>;
+and the GET its clients (`explain --url`, benchmarks, tests) read it with."""
 
 from __future__ import annotations
 
 import asyncio
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -12,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.metrics import Metrics
 
-__all__ = ["HealthServer"]
+__all__ = ["HealthServer", "http_get"]
 
 
 class HealthServer:
@@ -77,3 +80,16 @@ class HealthServer:
         else:
             return "404 Not Found", b"not found\n", "text/plain"
         return ("200 OK", b"ok\n", "text/plain") if ok else ("503 Service Unavailable", b"not ok\n", "text/plain")
+
+
+def http_get(url: str, timeout: float) -> tuple[int, bytes]:
+    """Status and body of a GET, an error status included (blocking: from async code, run it in a thread).
+
+    Raises:
+        OSError: nothing answered (urllib's URLError is one).
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()

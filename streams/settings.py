@@ -118,11 +118,10 @@ class Settings(BaseSettings):
         unset (None) fields are left out, lists go as JSON."""
         env: dict[str, str] = {}
         for name, value in self.model_dump(mode="json").items():
-            fields = value.items() if isinstance(value, dict) else [("", value)]
-            for field, inner in fields:
+            fields = [((name, f), v) for f, v in value.items()] if isinstance(value, dict) else [((name,), value)]
+            for location, inner in fields:
                 if inner is not None:
-                    key = f"PLACEMENT_{name.upper()}" + (f"__{field.upper()}" if field else "")
-                    env[key] = inner if isinstance(inner, str) else json.dumps(inner)
+                    env[_variable(*location)] = inner if isinstance(inner, str) else json.dumps(inner)
         return env
 
     def engine_settings(self) -> EngineSettings:
@@ -147,6 +146,12 @@ def load_settings(**overrides: Any) -> Settings:
         problems = []
         for item in exc.errors():
             field = ".".join(str(p) for p in item["loc"])
-            env = "PLACEMENT_" + "__".join(str(p).upper() for p in item["loc"])
+            env = _variable(*item["loc"])
             problems.append(f"{field} (env {env} or .env): {item['msg']}")
         raise SettingsError("invalid settings: " + "; ".join(problems)) from exc
+
+
+def _variable(*location: object) -> str:
+    """The environment variable of a settings field, e.g. `kafka`, `task_partitions` ->
+    PLACEMENT_KAFKA__TASK_PARTITIONS."""
+    return "PLACEMENT_" + "__".join(str(part).upper() for part in location)

@@ -7,7 +7,7 @@ own changed decision (L5) and keeps a timer for toleration and score expiry (L6)
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -319,9 +319,9 @@ class ClusterPlacementEngine:
         """How many placements decided each cluster, those of other instances included: Balance's input."""
         return {name: count for name, count in self._index.counts.counts.items() if count > 0}
 
-    def peer_keys(self) -> Iterable[str]:
-        """Placements other instances own, as far as their changelog entries told."""
-        return list(self._index.peers)
+    def adopt(self, owned: Callable[[str], bool]) -> None:
+        """This instance restores these placements next: what was seen of them as peers' no longer counts."""
+        self._index.drop_peers(owned)
 
     # --- explain ---------------------------------------------------------------------------------
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:

@@ -8,7 +8,7 @@ of a cold start (900,000 links for 10,000 placements) and tens of megabytes, the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -203,12 +203,18 @@ class PlacementIndex:
         self.counts.replace(old, decided)
 
     def release(self, key: str) -> None:
-        """Stop tracking a placement another instance takes over; its decision stays counted as a peer's."""
-        entry = self.tracked.get(key)
+        """Stop tracking a placement another instance takes over; its decision stays counted, as a peer's."""
+        entry = self.tracked.pop(key, None)
         if entry is None:
             return
-        self.remove(key)
-        self.observe_peer(key, entry.decided)
+        self._unlink(key, entry)
+        if entry.decided:
+            self.peers[key] = entry.decided
+
+    def drop_peers(self, dropped: Callable[[str], bool]) -> None:
+        """Stop counting the peer entries of the placements `dropped` names."""
+        for key in [key for key in self.peers if dropped(key)]:
+            self.counts.replace(self.peers.pop(key), frozenset())
 
     def remove(self, key: str) -> None:
         """Forget a placement."""

@@ -58,7 +58,7 @@ class Published:
     """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "decided", frozenset(chain.from_iterable(page.clusters for page in self.pages)))
+        object.__setattr__(self, "decided", _decided(self.pages))
 
     def decided_ids(self, fleet: Fleet) -> Ids:
         """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
@@ -172,9 +172,7 @@ def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | N
         return None
     with _readable():
         body = raw["published"]
-        if body is None:
-            return frozenset()
-        return frozenset(str(cluster) for page in body["pages"] for cluster in page[3])
+        return frozenset() if body is None else _decided(_load_pages(body["pages"]))
 
 
 def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
@@ -190,7 +188,6 @@ def _readable() -> Iterator[None]:
         yield
     except (
         AttributeError,
-        IndexError,
         KeyError,
         TypeError,
         ValueError,
@@ -216,7 +213,7 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
         evaluated = _time(body["evaluationTime"])
         assert evaluated is not None
         published = Published(
-            pages=tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in body["pages"]),
+            pages=_load_pages(body["pages"]),
             selected=int(body["selected"]),
             conditions=tuple(Condition.model_validate(c) for c in body["conditions"]),
             warning=None if warning is None else (str(warning[0]), str(warning[1])),
@@ -224,3 +221,11 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
             evaluation_time=evaluated,
         )
     return published, _time(raw.get("due"))
+
+
+def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
+    return tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in raw)
+
+
+def _decided(pages: Sequence[Page]) -> frozenset[str]:
+    return frozenset(chain.from_iterable(page.clusters for page in pages))

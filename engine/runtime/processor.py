@@ -238,7 +238,7 @@ class Runtime:
 
     def observe_peer(self, record_key: str, value: bytes | None) -> None:
         """Follow one changelog entry of a subject another instance owns, for engines whose decisions read such
-        subjects; entries of subjects owned here are ignored (the state here is the newer).
+        subjects (an engine ignores entries of subjects it owns: its own state is the newer).
 
         Raises:
             InvalidStateError: the key names no subject or the value cannot be read.
@@ -246,7 +246,7 @@ class Runtime:
         with _changelog_entry(record_key):
             key, part = split_changelog_key(record_key)
             engine = self._peer_aware.get(subject_kind(key))
-            if engine is None or key in self.states:
+            if engine is None:
                 return
             engine.observe_peer(key, part, None if value is None else loads(value)["state"])
 
@@ -254,8 +254,7 @@ class Runtime:
         """Stop following the subjects `owned` names as peers' before their state is restored here: what was
         seen of a subject deleted meanwhile must not linger, and a restored state replaces the rest."""
         for engine in self._peer_aware.values():
-            for key in [key for key in engine.peer_keys() if owned(key)]:
-                engine.observe_peer(key, "", None)
+            engine.adopt(owned)
 
     def forget(self, keys: Iterable[str]) -> None:
         """Drop subjects this instance no longer owns (no records are published); what peer-aware engines saw

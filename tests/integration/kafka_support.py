@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -16,6 +14,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.admin import AIOKafkaAdminClient
 
+from streams.http import http_get as streams_http_get
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 
@@ -162,16 +161,11 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> None:
 async def http_get(url: str) -> tuple[int, str]:
     """Status and body of a GET (0 and "" while nothing listens yet)."""
 
-    def fetch() -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return 0, ""
-
-    return await asyncio.to_thread(fetch)
+    try:
+        status, body = await asyncio.to_thread(streams_http_get, url, 5)
+    except OSError:
+        return 0, ""
+    return status, body.decode()
 
 
 def event(kind: str, data: Any, event_id: str | None = None, time: str | None = None) -> dict[str, Any]:
