@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.errors import QueueConfigError
 from engine.queue.names import matches_filter_group, matches_filter_user
-from engine.queue.regex import compile_re2, has_regexp_character
+from engine.queue.regex import RE2Regexp, compile_re2, has_regexp_character
 
 __all__ = ["ALLOW_EVERYONE", "NameMatcher", "RuleFilter", "build_filter", "check_filter"]
 
@@ -21,7 +20,7 @@ class NameMatcher:
     """Either a set of literal names or one unanchored regexp; empty when neither is set."""
 
     names: frozenset[str] = frozenset()
-    pattern: re.Pattern[str] | None = None
+    pattern: RE2Regexp | None = None
 
     @property
     def empty(self) -> bool:
@@ -29,9 +28,9 @@ class NameMatcher:
         return not self.names and self.pattern is None
 
     def matches(self, name: str) -> bool:
-        """Literal names match exactly (J6); a regexp is a search, not a full match (J5)."""
+        """Literal names match exactly; a regexp is an unanchored RE2 search, not a full match."""
         if self.pattern is not None:
-            return self.pattern.search(name) is not None
+            return self.pattern.contains_match(name)
         return name in self.names
 
     def describe(self) -> str:
