@@ -19,6 +19,7 @@ from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
 __all__ = [
+    "CountingEngine",
     "Emit",
     "EngineContext",
     "EngineSettings",
@@ -75,6 +76,10 @@ class EngineContext:
     settings: EngineSettings = field(default_factory=EngineSettings)
     queue_config: Any = None
     """The active queue configuration (engine.queue's parsed form), or None when the service has none."""
+    clock: datetime | None = None
+    """The batch's clock when it is past `now`: a timer that fell due during a jump runs at its own instant (`now`)
+    while the clock already reads the jump's end. Periodic timers schedule their next run from it, so a jump fires
+    each of them once instead of once per missed period. None: the clock is `now`."""
 
 
 class SubjectEngine(Protocol[S]):
@@ -174,4 +179,13 @@ class ExplainingEngine(Protocol):
 
     def explain(self, key: str, state: Any, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one subject against the current inputs; pure, publishes nothing."""
+        ...
+
+
+@runtime_checkable
+class CountingEngine(Protocol):
+    """An engine that counts events worth a metric (e.g. CEL evaluations stopped at their cost limit)."""
+
+    def counters(self) -> Mapping[str, int]:
+        """Monotonic totals by name since the engine was built; deterministic for the same inputs."""
         ...

@@ -2,13 +2,14 @@
 
 cel-python resolves functions only at run time, so compilation here also walks the syntax tree and rejects
 any function outside the documented set: the result matches a type-checking environment that declares
-exactly those functions. Evaluation counts the operations cel-go charges for and stops a runaway
-expression; a stopped evaluation, like any runtime error, means "no match".
+exactly those functions. Evaluation is charged as cel-go's cost tracker charges (`cel_cost`) and a runaway
+expression is stopped at upstream's limits; a stopped evaluation, like any runtime error, means "no match".
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +18,9 @@ import celpy
 import lark
 from celpy import celtypes
 from celpy.celparser import CELParseError
-from celpy.evaluation import Activation, CELEvalError, Evaluator, celstr
+from celpy.evaluation import Activation, celstr
 
+from engine.cluster.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
 from engine.cluster.cel_functions import EXTENSION_FUNCTIONS
 from engine.inventory import Inventory
 
@@ -33,9 +35,9 @@ __all__ = [
 ]
 
 EXPRESSION_LIMIT = 1_000_000
-"""Counted operations per expression (upstream's cost limit; our count never exceeds cel-go's cost)."""
+"""Cost units per expression: upstream's per-call limit (see `cel_cost` for what a unit is)."""
 PER_CLUSTER_LIMIT = 10_000_000
-"""Counted operations over all expressions of one cluster."""
+"""Cost units over all expressions of one selector on one cluster: upstream's runtime budget."""
 
 _MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter", "dyn"})
 _STANDARD = frozenset(
@@ -50,26 +52,12 @@ _OCM = frozenset({"scores", "parseJSON"})
 ALLOWED_FUNCTIONS = _MACROS | _STANDARD | _OCM | frozenset(EXTENSION_FUNCTIONS)
 """Every function name an expression may call (spec C12)."""
 
-# Syntax nodes cel-go charges at least one cost unit for; pass-through grammar nodes are free.
-_COSTLY = frozenset(
-    {
-        "relation_lt", "relation_le", "relation_gt", "relation_ge", "relation_eq", "relation_ne", "relation_in",
-        "addition_add", "addition_sub", "multiplication_mul", "multiplication_div", "multiplication_mod",
-        "unary_not", "unary_neg", "member_dot", "member_dot_arg", "member_index", "ident_arg", "ident",
-        "dot_ident", "dot_ident_arg", "list_lit", "map_lit", "conditionalor", "conditionaland",
-    }
-)  # fmt: skip
-
 _ENV = celpy.Environment()
 _CLUSTER_VARIABLE = "managedCluster"
 
 
 class CelCompileError(ValueError):
     """The expression does not compile; the text is the issue list."""
-
-
-class _BudgetExceededError(Exception):
-    """Raised inside the evaluator when the operation count passes a limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,37 +161,30 @@ def compile_expression(text: str) -> CompiledExpression:
                 names.add(literal)
     if issues:
         raise CelCompileError("\n".join(issues))
-    return CompiledExpression(text, ast, None if any_name else frozenset(names), _reads(ast))
+    reads = _reads(ast)
+    return CompiledExpression(text, _condensed(ast), None if any_name else frozenset(names), reads)
 
 
-class _Budget:
-    __slots__ = ("expression", "total")
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.expression = 0
-
-    def spend(self) -> None:
-        self.total += 1
-        self.expression += 1
-        if self.expression > EXPRESSION_LIMIT or self.total > PER_CLUSTER_LIMIT:
-            raise _BudgetExceededError
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
+)
 
 
-class _CountingEvaluator(Evaluator):
-    """celpy's tree interpreter, charging the shared budget for every costly node it visits."""
+def _condensed(ast: lark.Tree[lark.Token]) -> lark.Tree[lark.Token]:
+    """The tree evaluation walks: the grammar wraps every operand in a chain of one-child nodes (ten nodes for a
+    literal), which evaluate to their child's value and are dropped here; rule names become plain strings, as
+    the interpreter dispatches on them and a lark Token compares in Python. Checks above read the full tree."""
+    for node in ast.iter_subtrees():
+        node.data = sys.intern(str(node.data))
+        node.children = [_skip(child) for child in node.children]
+    condensed: lark.Tree[lark.Token] = _skip(ast)
+    return condensed
 
-    def __init__(self, ast: lark.Tree[lark.Token], activation: Any, budget: _Budget) -> None:
-        super().__init__(ast, activation=activation)
-        self.budget = budget
 
-    def _visit_tree(self, tree: lark.Tree[lark.Token]) -> Any:
-        if tree.data in _COSTLY:
-            self.budget.spend()
-        return super()._visit_tree(tree)
-
-    def sub_evaluator(self, ast: lark.Tree[lark.Token]) -> _CountingEvaluator:
-        return _CountingEvaluator(ast, self.activation, self.budget)
+def _skip(node: Any) -> Any:
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and node.data in _PASS_THROUGH:
+        node = node.children[0]
+    return node
 
 
 def make_functions(inventory: Inventory) -> dict[str, Callable[..., Any]]:
@@ -230,24 +211,59 @@ def make_functions(inventory: Inventory) -> dict[str, Callable[..., Any]]:
 
 
 class CelProgram:
-    """The expressions of one cluster selector, bound to one evaluation's functions."""
+    """The expressions of one cluster selector, bound to one evaluation's functions.
+
+    Evaluations run against a cost budget (`cel_cost`): EXPRESSION_LIMIT per expression and PER_CLUSTER_LIMIT
+    over the selector's expressions on one cluster. A stopped evaluation is a runtime error, hence no match;
+    which expression was stopped is kept for the caller to report. Not reentrant: one evaluation at a time.
+    """
 
     def __init__(self, expressions: tuple[CompiledExpression, ...], activation: Activation) -> None:
-        self._expressions = expressions
-        self._activation = activation
+        self.expressions = expressions
+        self._budget = Budget()
+        self._base = activation
+        self._activation: Activation | None = None
+        """Built at the first evaluation (a tenth of a millisecond): most programs only meet cached outcomes."""
+        self._last: tuple[Any, int | None] | None = None
+        self.stopped = 0
+        """How many of this program's `matches` calls were stopped at a limit."""
 
     def matches(self, cluster: Any) -> bool:
         """True when every expression returns true; any error or a stopped evaluation is False."""
-        budget = _Budget()
+        matched, stopped = self._run(cluster)
+        self._last = (cluster, stopped)
+        self.stopped += stopped is not None
+        return matched
+
+    @property
+    def spent(self) -> int:
+        """Cost units of the last evaluation, over all expressions run."""
+        return self._budget.used
+
+    def stopped_at(self, cluster: Any) -> int | None:
+        """The index of the expression stopped on `cluster`, None when none was: the last `matches` call's
+        answer when it was for this very value, else found by evaluating again (not counted in `stopped`)."""
+        last = self._last
+        if last is not None and last[0] is cluster:
+            return last[1]
+        return self._run(cluster)[1]
+
+    def _run(self, cluster: Any) -> tuple[bool, int | None]:
+        budget, activation = self._budget, self._activation
+        if activation is None:
+            activation = self._activation = costed_activation(self._base, budget)
+        budget.used = 0
         context = {_CLUSTER_VARIABLE: cluster}
-        for expression in self._expressions:
-            budget.expression = 0
+        for index, expression in enumerate(self.expressions):
+            budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
             try:
-                value = _CountingEvaluator(expression.ast, self._activation, budget).evaluate(context)
-            except (_BudgetExceededError, CELEvalError, ValueError, TypeError, LookupError, ArithmeticError):
-                return False
-            except Exception:  # a custom function failing in an unforeseen way is still a runtime error
-                return False
+                value = CostEvaluator(expression.ast, activation, budget).evaluate(context)
+            except CostLimitExceededError:
+                return False, index
+            except Exception:  # CELEvalError, or a function failing in any way: a runtime error
+                return False, index if budget.exceeded else None
+            if budget.exceeded:  # the limit was passed where celpy made the failure a value
+                return False, index
             if not isinstance(value, celtypes.BoolType) or not bool(value):
-                return False
-        return True
+                return False, None
+        return True, None

@@ -1,24 +1,67 @@
 """CEL functions cel-python lacks, written as celpy custom functions (spec C12).
 
 cel-python provides standard CEL and its macros. The cel-go strings extension, the Kubernetes regex
-(`find`, `findAll`) and semver libraries, and OCM's `parseJSON()` are implemented here. A function raising
-ValueError or TypeError becomes a CEL runtime error, which the Predicate filter reads as "no match".
+(`find`, `findAll`) and semver libraries, and OCM's `parseJSON()` are implemented here, and `matches` is
+replaced. A function raising ValueError or TypeError becomes a CEL runtime error, which the Predicate filter
+reads as "no match".
+
+Every regular expression runs on RE2 (the google-re2 binding), as Go's `regexp` does upstream: matching takes
+time linear in the text, so a pattern such as `(a+)+$` cannot hold the processor, and the syntax is RE2's
+(no look-around or back-references; such a pattern is a runtime error). Python's `re` backtracks.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
-from functools import total_ordering
-from typing import Any
+from collections.abc import Callable, Iterator
+from functools import lru_cache, total_ordering
+from typing import Any, Protocol, cast
 
+import re2  # type: ignore[import-untyped, unused-ignore]
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
 __all__ = ["EXTENSION_FUNCTIONS", "Semver"]
 
-_SEMVER = re.compile(
+
+class _Match(Protocol):
+    """The part of the binding's match object used here (the binding ships no type information)."""
+
+    def __getitem__(self, group: int) -> str | None: ...
+
+    def group(self) -> str: ...
+
+    def start(self) -> int: ...
+
+    def end(self) -> int: ...
+
+
+class _Regexp(Protocol):
+    """The part of the binding's compiled pattern used here."""
+
+    def search(self, text: str) -> _Match | None: ...
+
+    def match(self, text: str) -> _Match | None: ...
+
+    def finditer(self, text: str) -> Iterator[_Match]: ...
+
+
+def _compile(pattern: str) -> _Regexp:
+    options = re2.Options()
+    options.log_errors = False  # a hostile pattern must not write to stderr
+    return cast(_Regexp, re2.compile(pattern, options))
+
+
+@lru_cache(maxsize=256)
+def _regexp(pattern: str) -> _Regexp:
+    """A user pattern, compiled once: placements repeat a few patterns over thousands of clusters."""
+    try:
+        return _compile(pattern)
+    except (re2.error, UnicodeEncodeError) as exc:
+        raise ValueError(f"invalid regular expression: {exc}") from None
+
+
+_SEMVER = _compile(
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
     r"(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
     r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
@@ -35,8 +78,9 @@ class Semver:
         match = _SEMVER.match(text)
         if match is None:
             raise ValueError(f"invalid semver: {text}")
-        self.major, self.minor, self.patch = int(match[1]), int(match[2]), int(match[3])
-        self.pre: tuple[str, ...] = tuple(match[4].split(".")) if match[4] else ()
+        self.major, self.minor, self.patch = (int(match[group] or 0) for group in (1, 2, 3))
+        pre = match[4]
+        self.pre: tuple[str, ...] = tuple(pre.split(".")) if pre else ()
 
     def _key(self) -> tuple[Any, ...]:
         pre: tuple[Any, ...] = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.pre)
@@ -142,18 +186,31 @@ def _string(value: Any) -> str:
     return str(value)
 
 
+def cel_matches(text: Any, pattern: Any) -> celtypes.BoolType:
+    """`s.matches(re)`: whether the pattern matches anywhere in the text."""
+    return celtypes.BoolType(_regexp(_string(pattern)).search(_string(text)) is not None)
+
+
 def cel_find(text: Any, pattern: Any) -> celtypes.StringType:
     """Kubernetes regex `s.find(re)`: the first match, or ""."""
-    match = re.search(_string(pattern), _string(text))
-    return celtypes.StringType(match.group(0) if match else "")
+    match = _regexp(_string(pattern)).search(_string(text))
+    return celtypes.StringType(match.group() if match else "")
 
 
 def cel_find_all(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
-    """Kubernetes regex `s.findAll(re[, n])`; a negative n means all."""
-    found = [m.group(0) for m in re.finditer(_string(pattern), _string(text))]
-    if limit is not None and int(limit) >= 0:
-        found = found[: int(limit)]
-    return celtypes.ListType([celtypes.StringType(f) for f in found])
+    """Kubernetes regex `s.findAll(re[, n])`, as Go's FindAllString: a negative n means all, and an empty match
+    right after the previous match is skipped (Python's finditer keeps it)."""
+    wanted = -1 if limit is None else int(limit)
+    found: list[celtypes.StringType] = []
+    previous_end = -1
+    for match in _regexp(_string(pattern)).finditer(_string(text)):
+        if len(found) == wanted:
+            break
+        start, end = match.start(), match.end()
+        if not (start == end == previous_end):
+            found.append(celtypes.StringType(match.group()))
+        previous_end = end
+    return celtypes.ListType(found)
 
 
 def cel_char_at(text: Any, index: Any) -> celtypes.StringType:
@@ -255,20 +312,24 @@ def _format_one(verb: str, precision: str, arg: Any) -> str:
     raise ValueError(f"unrecognized formatting clause: %{verb}")
 
 
+_FORMAT_CLAUSE = _compile(r"%(?:\.([0-9]+))?([a-zA-Z%])")
+
+
 def cel_format(text: Any, args: Any) -> celtypes.StringType:
     """`s.format([args])` with the %s %d %f %e %x %X %o %b clauses and `%%`."""
     template, values = _string(text), list(args)
     out: list[str] = []
     pos = 0
-    for match in re.finditer(r"%(?:\.([0-9]+))?([a-zA-Z%])", template):
+    for match in _FORMAT_CLAUSE.finditer(template):
         out.append(template[pos : match.start()])
         pos = match.end()
-        if match[2] == "%":
+        verb = match[2] or ""
+        if verb == "%":
             out.append("%")
             continue
         if not values:
             raise ValueError("not enough arguments for format")
-        out.append(_format_one(match[2], match[1] or "", values.pop(0)))
+        out.append(_format_one(verb, match[1] or "", values.pop(0)))
     out.append(template[pos:])
     return celtypes.StringType("".join(out))
 
@@ -283,6 +344,7 @@ EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "minor": cel_minor,
     "patch": cel_patch,
     "parseJSON": cel_parse_json,
+    "matches": cel_matches,
     "find": cel_find,
     "findAll": cel_find_all,
     "charAt": cel_char_at,

@@ -19,6 +19,7 @@ from engine.cluster.explain import explain_evaluation
 from engine.cluster.framework import BalanceCounts, EvalContext, ValueRange
 from engine.cluster.indexes import PlacementIndex, TrackedPlacement
 from engine.cluster.pipeline import Evaluation, evaluate
+from engine.cluster.plugins.predicate import stopped_count
 from engine.cluster.state import (
     PlacementState,
     Published,
@@ -39,6 +40,8 @@ __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
 
 DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
 _log = logging.getLogger(__name__)
+_TICK = timedelta(microseconds=1)
+"""The shortest resync period: a shorter one would round to zero and never move the timer."""
 
 
 def score_resources(placement: Placement, compiled: CompiledPlacement) -> frozenset[str] | None:
@@ -71,6 +74,8 @@ class ClusterPlacementEngine:
         """Pipeline runs, including L5 follow-ups and explain."""
         self.published = 0
         """`placement.decided` events emitted for evaluations (deletions not counted)."""
+        self.cel_evaluations_stopped = 0
+        """CEL evaluations of a cluster stopped at the cost limit (outcomes reused from caches not counted)."""
 
     # --- helpers ---------------------------------------------------------------------------------
     def view(self, inventory: Inventory) -> InventoryView:
@@ -114,11 +119,26 @@ class ClusterPlacementEngine:
             explain=explain or key in ctx.settings.explain,
             current_ids=current_ids,
         )
-        return evaluate(eval_ctx)
+        stopped = stopped_count(view)
+        before = stopped.count
+        try:
+            return evaluate(eval_ctx)
+        finally:
+            self.cel_evaluations_stopped += stopped.count - before
 
     def _resync(self, ctx: EngineContext) -> datetime | None:
+        """The next resync: one period after `now`, or, when a timer runs late after a clock jump, the first
+        instant of the same schedule past the clock: the missed periods are skipped, not run one by one (as
+        Kafka Streams' wall-clock punctuation does). None when disabled or past the last representable instant."""
         seconds = ctx.settings.resync_seconds
-        return ctx.now + timedelta(seconds=seconds) if seconds > 0 else None
+        if seconds <= 0:
+            return None
+        period = max(timedelta(seconds=seconds), _TICK)
+        periods = 1 if ctx.clock is None or ctx.clock < ctx.now else (ctx.clock - ctx.now) // period + 1
+        try:
+            return ctx.now + period * periods
+        except OverflowError:
+            return None
 
     @staticmethod
     def _published(
@@ -324,6 +344,10 @@ class ClusterPlacementEngine:
         self._index.drop_peers(owned)
 
     # --- explain ---------------------------------------------------------------------------------
+    def counters(self) -> Mapping[str, int]:
+        """CEL evaluations stopped at their cost limit (see `cel_evaluations_stopped`)."""
+        return {"cel_evaluations_stopped": self.cel_evaluations_stopped}
+
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""
         evaluation = self._evaluate(key, state, ctx, explain=True)

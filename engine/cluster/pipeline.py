@@ -104,11 +104,14 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
     """
     fleet = result.fleet = ctx.fleet
     candidates = ctx.view.available_ids(result.eligible_sets)
+    final = SUCCESS
     for step in FILTERS:
         outcome = step.filter(ctx, candidates)
         if outcome.status.failed:
             result.status = outcome.status
             return
+        if outcome.status.code is Code.WARNING:  # a CEL expression stopped at its cost limit
+            final = outcome.status
         if len(outcome.passed) != len(candidates):
             result.removals.append((step.NAME, candidates, outcome.passed))
         candidates = outcome.passed
@@ -119,7 +122,6 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         result.status = status
         return
     totals = np.zeros(len(candidates), dtype=np.int64)
-    final = SUCCESS
     for entry in planned:
         prioritizer = entry.prioritizer
         scored = prioritizer.score(ctx, candidates)
