@@ -37,12 +37,19 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--advisor-timeout", type=float, help="seconds an advisor round waits (default 30)")
 
     explain = sub.add_parser(
-        "explain", help="how one placement was decided: after replaying FILE, or from a running processor (--url)"
+        "explain", help="how one subject was decided: after replaying FILE, or from a running processor (--url)"
     )
     source = explain.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", help="a replay input (JSONL, or - for stdin)")
     source.add_argument("--url", help="a running processor's HTTP address, e.g. http://localhost:8080")
-    explain.add_argument("--placement", required=True, metavar="NS/NAME")
+    explain.add_argument(
+        "--placement",
+        "--subject",
+        dest="placement",
+        required=True,
+        metavar="KEY",
+        help="NS/NAME of a placement, or a subject key (Placement/NS/NAME, PlacementRule/NS/NAME, Application/P)",
+    )
     explain.add_argument("--queue-config", type=Path)
 
     schemas = sub.add_parser("schemas", help="write the JSON Schema of every event type")
@@ -137,11 +144,18 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    key = f"Placement/{args.placement}"
+    from engine.errors import RoutingError
+    from engine.runtime.routing import explain_key
+
+    try:
+        key = explain_key(args.placement)
+    except RoutingError as exc:  # a usage error, like argparse's own
+        print(f"placement-stream explain: {exc}", file=sys.stderr)
+        return 2
     report = _explain_remote(args.url, key) if args.url else _explain_replayed(args, key)
     if report is None:
         where = args.url or args.file
-        print(f"placement {args.placement} is not known to {where}", file=sys.stderr)
+        print(f"{key} is not known to {where}", file=sys.stderr)
         return 1
     sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     return 0
@@ -170,9 +184,18 @@ def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
     if status == 404:
         return None
     if status != 200:
-        raise ServiceError(f"{url}: HTTP {status}")
+        raise ServiceError(f"{url}: HTTP {status}{_error_of(body)}")
     loaded: dict[str, Any] = orjson.loads(body)
     return loaded
+
+
+def _error_of(body: bytes) -> str:
+    """`: <message>` from a JSON error body, so the server's reason reaches the user; empty otherwise."""
+    try:
+        message = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
+    return f": {message}" if isinstance(message, str) else ""
 
 
 def _schemas(args: argparse.Namespace) -> int:

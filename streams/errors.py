@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["ServiceError", "SettingsError", "TopicSetupError"]
+from topics.errors import PlacementStreamError
+
+__all__ = ["PoisonRecordError", "ServiceError", "SettingsError", "TopicSetupError"]
 
 
-class ServiceError(Exception):
+class ServiceError(PlacementStreamError):
     """Root of every error raised by the service shell."""
 
 
@@ -15,3 +17,7 @@ class SettingsError(ServiceError):
 
 class TopicSetupError(ServiceError):
     """Topics could not be created or have the wrong shape (partition counts, cleanup policy)."""
+
+
+class PoisonRecordError(ServiceError):
+    """A record kept aborting its task's transaction and was dead-lettered instead of tried again."""

@@ -4,6 +4,7 @@ and the GET its clients (`explain --url`, benchmarks, tests) read it with."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -13,9 +14,14 @@ from urllib.parse import unquote
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from engine.errors import RoutingError
+from engine.runtime.routing import explain_key
 from streams.metrics import Metrics
 
 __all__ = ["HealthServer", "http_get"]
+
+_log = logging.getLogger(__name__)
+_JSON = "application/json"
 
 
 class HealthServer:
@@ -53,7 +59,11 @@ class HealthServer:
                 pass
             parts = request.decode(errors="replace").split()
             path = parts[1].split("?", 1)[0] if len(parts) > 1 else "/"
-            status, body, ctype = self._route(path)
+            try:
+                status, body, ctype = self._route(path)
+            except Exception:  # a failing handler answers 500: the client never sees a dropped connection
+                _log.exception("HTTP %s failed", path)
+                status, body, ctype = "500 Internal Server Error", _error("internal error, see the service log"), _JSON
             head = (
                 f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -69,10 +79,7 @@ class HealthServer:
         if path == "/metrics":
             return "200 OK", generate_latest(self._metrics.registry), CONTENT_TYPE_LATEST
         if path.startswith("/explain/") and self._explain is not None:
-            report = self._explain(unquote(path.removeprefix("/explain/")))
-            if report is None:
-                return "404 Not Found", b"no such subject on this instance\n", "text/plain"
-            return "200 OK", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", "application/json"
+            return _explain_answer(self._explain, unquote(path.removeprefix("/explain/")))
         if path in ("/healthz", "/livez"):
             ok = self._alive()
         elif path == "/readyz":
@@ -80,6 +87,23 @@ class HealthServer:
         else:
             return "404 Not Found", b"not found\n", "text/plain"
         return ("200 OK", b"ok\n", "text/plain") if ok else ("503 Service Unavailable", b"not ok\n", "text/plain")
+
+
+def _explain_answer(explain: Callable[[str], dict[str, Any] | None], text: str) -> tuple[str, bytes, str]:
+    """`NS/NAME` or a full subject key; 400 for a malformed key, 404 for a subject this instance does not hold
+    (another instance may own it)."""
+    try:
+        key = explain_key(text)
+    except RoutingError as exc:
+        return "400 Bad Request", _error(str(exc)), _JSON
+    report = explain(key)
+    if report is None:
+        return "404 Not Found", _error(f"no subject {key} on this instance"), _JSON
+    return "200 OK", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", _JSON
+
+
+def _error(message: str) -> bytes:
+    return orjson.dumps({"error": message}) + b"\n"
 
 
 def http_get(url: str, timeout: float) -> tuple[int, bytes]:

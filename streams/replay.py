@@ -17,7 +17,7 @@ import orjson
 from engine.core import SubjectEngine
 from engine.inventory import ObjectKey
 from engine.registry import build_engines
-from engine.runtime import InputRecord, OutputRecord, Runtime
+from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from engine.runtime.routing import inventory_key, subject_key_of
 from streams.memory import tune_garbage_collector
 from streams.queueconfig import QueueConfigFile
@@ -103,7 +103,7 @@ class Replayer:
         role = self._names.get(str(item["topic"]))
         if role is None:
             raise ReplayError(f"unknown topic {item['topic']!r}")
-        raw = self._value_bytes(value)
+        raw = self._value_bytes(value, line)
         key = item.get("key")
         if key is None and raw is not None:
             key = _derive_key(role, raw)
@@ -118,14 +118,14 @@ class Replayer:
             timestamp=now,
             topic_name=self.settings.topics.name(role),
         )
-        self._write(self.runtime.process([record], now))
+        self._write_chunks(self.runtime.process_chunks([record], now))
 
     # --- internals --------------------------------------------------------------------------------
     def _advance(self, *candidates: datetime | None) -> None:
         latest = max((t for t in (self.clock, *candidates) if t is not None), default=None)
         if latest is None:
             return
-        self._write(self.runtime.fire_timers(latest))
+        self._write_chunks(self.runtime.fire_timer_chunks(latest))
         self.clock = latest
 
     @property
@@ -142,17 +142,34 @@ class Replayer:
         self._write(outputs)
 
     @staticmethod
-    def _value_bytes(value: Any) -> bytes | None:
+    def _value_bytes(value: Any, line: bytes | str) -> bytes | None:
+        """The record value as a producer would have sent it. A value nested too deeply to be written again is
+        passed on as the whole input line, which the runtime dead-letters for its nesting like any such value."""
         if value is None:
             return None
         if isinstance(value, str):
             return value.encode()
-        return orjson.dumps(value)
+        try:
+            return orjson.dumps(value)
+        except orjson.JSONEncodeError:
+            return line.encode() if isinstance(line, str) else line
 
-    def _write(self, records: list[OutputRecord]) -> None:
+    def _write(self, records: Iterable[OutputRecord]) -> None:
+        out = self.out
         for record in records:
-            self.out.write(orjson.dumps(self.render(record)) + b"\n")
-            self.out.flush()
+            rendered = self.render(record)
+            try:
+                encoded = orjson.dumps(rendered)
+            except orjson.JSONEncodeError:  # a dead letter's value nested too deeply for JSON output: as text
+                rendered["value"] = None if record.value is None else record.value.decode(errors="replace")
+                encoded = orjson.dumps(rendered)
+            out.write(encoded + b"\n")
+        out.flush()
+
+    def _write_chunks(self, chunks: Iterable[Handover]) -> None:
+        """Write each hand-over as the runtime produces it: a long run of timers is never held in memory."""
+        for chunk in chunks:
+            self._write(chunk.records)
 
     def render(self, record: OutputRecord) -> dict[str, Any]:
         """An output record as a JSONL object."""

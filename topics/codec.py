@@ -15,7 +15,25 @@ from topics.errors import DecodeError, SchemaError
 from topics.events import EVENT_KINDS, EventKind, parse_type, versioned
 from topics.names import TopicRole
 
-__all__ = ["DecodedEvent", "decode_event", "dump_model", "dumps", "encode_event", "loads"]
+__all__ = [
+    "MAX_NESTING",
+    "MAX_VALUE_BYTES",
+    "DecodedEvent",
+    "check_nesting",
+    "decode_event",
+    "dump_model",
+    "dumps",
+    "encode_event",
+    "loads",
+]
+
+MAX_VALUE_BYTES = 1_572_864
+"""The largest record value decoded: 1.5 MiB, the object size etcd (and so a Kubernetes API server) stores, so no
+upstream object is refused; larger values are dead-lettered before they are parsed."""
+
+MAX_NESTING = 64
+"""The deepest nesting of objects and arrays a value may have. Upstream objects nest about 10 levels; state that
+holds a value must be serialisable again, and orjson refuses to write more than 255 levels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,17 +88,38 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
+def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
+    """Raise DecodeError when objects and arrays nest deeper than `limit` (walked without recursion)."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            raise DecodeError(f"value nests deeper than {limit} levels")
+        inner: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                inner.extend(v for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                inner.extend(v for v in item if isinstance(v, dict | list))
+        level = inner
+
+
 def decode_event(value: bytes, topic: TopicRole) -> DecodedEvent:
     """Decode and validate one record value read from `topic`.
 
-    Raises DecodeError (not JSON), UnknownEventTypeError (type or version unknown) or SchemaError.
+    Raises DecodeError (not JSON, too large, too deep), UnknownEventTypeError (type or version unknown) or
+    SchemaError.
     """
+    if len(value) > MAX_VALUE_BYTES:
+        raise DecodeError(f"value is {len(value)} bytes, more than the {MAX_VALUE_BYTES} a record may have")
     try:
         raw = orjson.loads(value)
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"value is not JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise DecodeError(f"value is JSON {type(raw).__name__}, expected a CloudEvent object")
+    check_nesting(raw)
     try:
         envelope = CloudEvent.model_validate(raw)
     except ValidationError as exc:

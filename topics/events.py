@@ -95,7 +95,10 @@ EVENT_KINDS: dict[str, EventKind] = {
     )
 }
 
-_VERSIONED = re.compile(r"^(?:[a-z0-9.-]+\.)?(?P<name>[a-z]+(?:\.[a-z]+)+)\.v(?P<version>[0-9]+)$")
+MAX_TYPE_CHARS = 256
+"""Longer type attributes are refused before they are parsed: no catalogue type comes close."""
+_STEM = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)*")
+_VERSION = re.compile(r"0|[1-9][0-9]{0,8}")
 
 
 def versioned(name: str, version: int = 1) -> str:
@@ -108,11 +111,14 @@ def parse_type(wire_type: str) -> tuple[EventKind, int]:
 
     A reverse-DNS prefix (`io.example.placement.applied.v1`) is accepted: the longest known suffix wins.
     """
-    match = _VERSIONED.match(wire_type)
-    if match is None:
-        raise UnknownEventTypeError(f"event type {wire_type!r} has no version suffix such as '.v1'")
-    version = int(match["version"])
-    stem = wire_type[: match.start("version") - 2]
+    if len(wire_type) > MAX_TYPE_CHARS:
+        raise UnknownEventTypeError(f"event type of {len(wire_type)} characters (at most {MAX_TYPE_CHARS})")
+    stem, separator, number = wire_type.rpartition(".v")
+    if not separator or _VERSION.fullmatch(number) is None or _STEM.fullmatch(stem) is None:
+        raise UnknownEventTypeError(
+            f"event type {wire_type!r} has no version suffix such as '.v1' (a number without leading zeros)"
+        )
+    version = int(number)
     parts = stem.split(".")
     for start in range(len(parts)):
         kind = EVENT_KINDS.get(".".join(parts[start:]))

@@ -15,15 +15,24 @@ from typing import Any, ClassVar
 from engine.core import Emit, EngineContext, Step
 from engine.hybrid.candidates import DEPLOYER, MANAGED_CLUSTER, CandidateError, Pool, generate
 from engine.hybrid.identity import Ref
-from engine.hybrid.output import candidates_proposed, decided, deleted
+from engine.hybrid.output import candidates_proposed, decided, deleted, status_of
 from engine.hybrid.rounds import Progress, expire, post, refresh, settle
 from engine.hybrid.state import RuleState, dump_rule_state, load_rule_state
 from engine.inventory import InventoryChange
-from topics.codec import DecodedEvent
+from topics.codec import DecodedEvent, dump_model
 from topics.names import TopicRole
 from topics.placementrule import PlacementRule, RecommendationPosted
 
-__all__ = ["APPLIED", "DECIDED", "DELETED", "POSTED", "PROPOSED", "HybridPlacementEngine", "subject_key"]
+__all__ = [
+    "APPLIED",
+    "DECIDED",
+    "DELETED",
+    "POSTED",
+    "PROPOSED",
+    "HybridPlacementEngine",
+    "explain_rule",
+    "subject_key",
+]
 
 _LOG = logging.getLogger(__name__)
 
@@ -37,6 +46,35 @@ DECIDED = "placementrule.decided"
 def subject_key(namespace: str, name: str) -> str:
     """`PlacementRule/<namespace>/<name>`."""
     return f"PlacementRule/{namespace}/{name}"
+
+
+def explain_rule(key: str, state: RuleState) -> dict[str, Any]:
+    """The explain document of one rule: where its reduction stands (round, who was asked and who answered,
+    deadline) next to the status snapshot the decision events carry (candidates, eliminators, answers, every
+    reduction so far, the decisions so far)."""
+    expected = state.spec.advisor_names
+    answered = [name for name in expected if name in state.recommendations]
+    if state.deadline is not None:
+        phase = "waiting for advisors"
+    elif state.observed_generation is None:
+        phase = "no candidates yet"
+    else:
+        phase = "decided"
+    return {
+        "placementRule": key,
+        "generation": state.generation,
+        "phase": phase,
+        "replicas": state.spec.replicas,
+        "decisionWeight": state.spec.effective_decision_weight,
+        "advisors": {
+            "expected": expected,
+            "answered": answered,
+            "missing": [name for name in expected if name not in state.recommendations],
+            "timedOut": state.timed_out,
+        },
+        "deadline": None if state.deadline is None else state.deadline.isoformat().replace("+00:00", "Z"),
+        **dump_model(status_of(state)),
+    }
 
 
 def _tokens(state: RuleState) -> tuple[str, ...]:
@@ -150,6 +188,11 @@ class HybridPlacementEngine:
             self._tokens[key] = new
         else:
             self._tokens.pop(key, None)
+
+    # --- explain ----------------------------------------------------------------------------------
+    def explain(self, key: str, state: RuleState, ctx: EngineContext) -> dict[str, Any]:
+        """Explain data of one rule, from its state alone (pure: no round is opened or closed)."""
+        return explain_rule(key, state)
 
     # --- state ------------------------------------------------------------------------------------
     def dump_state(self, state: RuleState) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from engine.queue.tree import complete_application, reconcile
 from topics.codec import DecodedEvent
 from topics.queue import ApplicationCompleted, ApplicationPlaced, ApplicationRejected, ApplicationSubmitted
 
-__all__ = ["QueueEngine", "apply_config", "complete", "partition_of_key", "place"]
+__all__ = ["QueueEngine", "apply_config", "complete", "explain_partition", "partition_of_key", "place"]
 
 _LOG = logging.getLogger(__name__)
 _SUBMITTED = "application.submitted"
@@ -90,6 +90,37 @@ def apply_config(config: QueueConfig, partition: str, state: PartitionState | No
     if removed:
         _LOG.info("partition %s: removed empty draining queues %s", partition_config.name, ", ".join(removed))
     return _keep(new_state)
+
+
+def explain_partition(key: str, state: PartitionState, config: Any) -> dict[str, Any]:
+    """The explain document of one partition: the active configuration's rule chain (in the order a submission
+    tries it), the queues the state adds to the file (dynamic, or draining after a reload dropped them), and every
+    running application with its queue and the rule that placed it, also grouped by queue."""
+    partition = partition_of_key(key)
+    partition_config = _partition_config(config, partition)
+    meta = dump_partition_meta(state)
+    by_queue: dict[str, list[str]] = {}
+    applications: dict[str, dict[str, Any]] = {}
+    for app_id, app in sorted(state.applications.items()):
+        applications[app_id] = {"queue": app.queue, "rule": app.rule, "created": app.created}
+        by_queue.setdefault(app.queue, []).append(app_id)
+    configuration: dict[str, Any] | None = None
+    if isinstance(config, QueueConfig):
+        configuration = {
+            "path": config.path,
+            "sha256": config.sha256,
+            "partitionConfigured": partition_config is not None,
+            "rules": [] if partition_config is None else [rule.describe() for rule in partition_config.rules],
+        }
+    return {
+        "subject": key,
+        "partition": partition,
+        "configuration": configuration,
+        "dynamicQueues": meta["queues"],
+        "configuredInUse": meta["configuredInUse"],
+        "applications": applications,
+        "queues": dict(sorted(by_queue.items())),
+    }
 
 
 class QueueEngine:
@@ -212,6 +243,10 @@ class QueueEngine:
         else:
             raise InvalidStateError(f"unknown queue state part {part!r}")
         return _keep(current)
+
+    def explain(self, key: str, state: PartitionState, ctx: EngineContext) -> dict[str, Any]:
+        """What the partition holds and the rule chain the next submission meets; built from state, pure."""
+        return explain_partition(key, state, ctx.queue_config)
 
     def dump_state(self, state: PartitionState) -> dict[str, Any]:
         """The state as JSON (see `dump_partition_state`)."""

@@ -11,34 +11,40 @@ task is decided.
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from engine.core import (
+    CountingEngine,
     Emit,
     EngineContext,
     EngineSettings,
     ExplainingEngine,
     PartedStateEngine,
     PeerAwareEngine,
-    StatePart,
     Step,
     SubjectEngine,
 )
-from engine.errors import EngineError, InvalidStateError, RoutingError
+from engine.errors import InvalidStateError, RoutingError
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from engine.inventory.store import TAINTS_KIND
+from engine.runtime.batch import Batch
+from engine.runtime.changelog import ChangelogMemory, reading_entry
 from engine.runtime.deadletter import dead_letter
-from engine.runtime.records import Handover, InputRecord, OutputRecord, Stage
-from engine.runtime.routing import changelog_key, inventory_key, split_changelog_key, subject_key_of, subject_kind
-from topics.codec import DecodedEvent, decode_event, dumps, encode_event, loads
+from engine.runtime.records import Handover, Incident, InputRecord, OutputRecord
+from engine.runtime.routing import (
+    inventory_key,
+    shown,
+    split_changelog_key,
+    subject_key_of,
+    subject_kind,
+)
+from engine.runtime.timers import TimerQueue
+from topics.codec import DecodedEvent, decode_event, encode_event, loads
 from topics.envelope import CONTENT_TYPE
-from topics.errors import ContractError, DecodeError
+from topics.errors import Stage, stage_of
 from topics.names import TopicRole
 from topics.queue import QueueConfigRejected
 
@@ -48,37 +54,9 @@ DECIDE_CHUNK = 64
 """Subjects decided between two hand-overs: a re-decision of thousands of large cluster placements is sent
 while it runs, and a hand-over (swapping the output list) costs nothing next to 64 decisions."""
 
-_ID_NAMESPACE = uuid.UUID("6f1c0f4e-3b5a-4f7e-9d62-2b8f4c1a7e55")
 _CE_HEADERS = (("content-type", CONTENT_TYPE.encode()),)
 _SUBJECT_TOPICS = frozenset({TopicRole.SUBMISSIONS, TopicRole.ADVISOR_RECOMMENDATIONS})
 _INVENTORY_TOPICS = frozenset({TopicRole.CLUSTER_STATUS, TopicRole.TAINTS})
-
-
-class _Batch:
-    """Outputs and bookkeeping of one batch."""
-
-    def __init__(self, seed: str) -> None:
-        self.seed = hashlib.sha256(seed.encode()).hexdigest()
-        self._id_prefix = hashlib.sha1(_ID_NAMESPACE.bytes + f"{self.seed}/".encode(), usedforsecurity=False)
-        """uuid5's hash over the namespace and the name's batch part, continued per event: a re-decision of
-        thousands of placements numbers thousands of events."""
-        self.outputs: list[OutputRecord] = []
-        self.dirty: set[str] = set()
-        self.touched: set[str] = set()
-        self.events = 0
-
-    def next_id(self) -> str:
-        """uuid5(namespace, "<seed>/<n>"), numbered by event, not by output record, so where changelog entries
-        fall does not move the ids."""
-        digest = self._id_prefix.copy()
-        digest.update(str(self.events).encode())
-        self.events += 1
-        return str(uuid.UUID(bytes=digest.digest()[:16], version=5))
-
-    def hand_over(self) -> list[OutputRecord]:
-        """The outputs added since the last hand-over; the batch keeps none of them."""
-        new, self.outputs = self.outputs, []
-        return new
 
 
 class Runtime:
@@ -101,6 +79,8 @@ class Runtime:
         """Decisions run so far: one per dirty subject per batch and one per timer fired."""
         self.dead_letter_inventory = dead_letter_inventory
         """Only one instance dead-letters bad global-table records, or every instance would."""
+        self.incidents: list[Incident] = []
+        """Failures isolated since the caller last took them (`take_incidents`), for logs and metrics."""
         self._task_of: Callable[[str], int] = task_of or _one_task
         """The task (input partition) owning a subject; replay runs everything as one task."""
         self._engines = {engine.KIND: engine for engine in engines}
@@ -110,40 +90,48 @@ class Runtime:
         self._peer_aware: dict[str, PeerAwareEngine] = {
             engine.KIND: engine for engine in engines if isinstance(engine, PeerAwareEngine)
         }
-        self._timers: list[tuple[datetime, str]] = []
-        self._due: dict[str, datetime] = {}
-        self._changelog: dict[str, bytes] = {}
-        """Subject key -> digest of the subject's own changelog entry as last written or restored (dedupes
-        rewrites); a digest, not the entry, which can be tens of kilobytes for a large decision."""
-        self._written: dict[str, Any] = {}
-        """Subject key -> the state object the changelog holds: nothing is dumped again while it stands, and
-        engines that write only changed parts diff against it."""
+        self._timers = TimerQueue()
+        self._changelog = ChangelogMemory()
 
     # --- context, lookups -------------------------------------------------------------------------
-    def context(self, now: datetime) -> EngineContext:
-        """The engine context at `now`."""
-        return EngineContext(now=now, inventory=self.inventory, settings=self.settings, queue_config=self.queue_config)
+    def context(self, now: datetime, clock: datetime | None = None) -> EngineContext:
+        """The engine context at `now`; `clock` is the batch's later clock when a timer runs late (EngineContext)."""
+        return EngineContext(
+            now=now, inventory=self.inventory, settings=self.settings, queue_config=self.queue_config, clock=clock
+        )
 
     def engine_for(self, key: str) -> SubjectEngine[Any]:
         """The engine owning a subject key."""
         return self._engines[subject_kind(key)]
 
     def explain(self, key: str, now: datetime) -> dict[str, Any] | None:
-        """How a subject's decision comes about at `now`; None for unknown subjects or engines without explain."""
+        """How a subject's decision comes about at `now`; None for subjects not held here (a malformed key names
+        none) or engines without explain. Callers normalise user input with `routing.explain_key` first."""
         state = self.states.get(key)
-        engine = self._engines.get(subject_kind(key))
-        if state is None or not isinstance(engine, ExplainingEngine):
+        if state is None:
+            return None
+        engine = self.engine_for(key)
+        if not isinstance(engine, ExplainingEngine):
             return None
         return engine.explain(key, state, self.context(now))
 
     def next_timer(self) -> datetime | None:
         """The earliest pending timer instant, if any."""
-        while self._timers:
-            due, key = self._timers[0]
-            if self._due.get(key) == due:
-                return due
-            heapq.heappop(self._timers)
-        return None
+        return self._timers.next()
+
+    def counters(self) -> dict[str, int]:
+        """The engines' metric totals by name (`CountingEngine`), summed over engines."""
+        totals: dict[str, int] = {}
+        for engine in self._engines.values():
+            if isinstance(engine, CountingEngine):
+                for name, value in engine.counters().items():
+                    totals[name] = totals.get(name, 0) + value
+        return totals
+
+    def take_incidents(self) -> list[Incident]:
+        """The failures isolated since the last call: each one cost a dead letter or a skipped decision."""
+        taken, self.incidents = self.incidents, []
+        return taken
 
     # --- batches ----------------------------------------------------------------------------------
     def process(self, records: Sequence[InputRecord], now: datetime) -> list[OutputRecord]:
@@ -152,7 +140,7 @@ class Runtime:
 
     def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[Handover]:
         """`process`, handing the outputs over in chunks; the batch is only complete once exhausted."""
-        batch = _Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
+        batch = Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
         ctx = self.context(now)
         changes: list[InventoryChange] = []
         for record in records:
@@ -165,7 +153,12 @@ class Runtime:
                 batch.outputs.append(dead_letter(record, Stage.VALIDATE, error, bound_to_task=True))
         if changes:
             for engine in self._engines.values():
-                batch.dirty.update(k for k in engine.affected_by(changes, ctx) if k in self.states)
+                try:
+                    affected = engine.affected_by(changes, ctx)
+                except Exception as exc:  # the change itself was applied; only the engine's re-decision is lost
+                    self.incidents.append(Incident(f"{engine.KIND}/*", stage_of(exc, Stage.PROCESS), exc, 0))
+                    continue
+                batch.dirty.update(k for k in affected if k in self.states)
         yield from self._finish(batch, ctx)
 
     def fire_timers(self, now: datetime) -> list[OutputRecord]:
@@ -174,12 +167,12 @@ class Runtime:
 
     def fire_timer_chunks(self, now: datetime) -> Iterator[Handover]:
         """`fire_timers`, handing over each timer's outputs as it runs; no task is marked finished, as the next
-        timer may belong to any task (a transaction per timer would cost more than it gains)."""
-        while (due := self.next_timer()) is not None and due <= now:
-            key = heapq.heappop(self._timers)[1]
-            del self._due[key]
-            batch = _Batch(f"timer|{key}|{due.isoformat()}")
-            ctx = self.context(due)
+        timer may belong to any task (a transaction per timer would cost more than it gains). A timer runs at its own
+        instant and sees `now` as the clock, so a periodic one is not run again for every period `now` skipped."""
+        while (fired := self._timers.pop_due(now)) is not None:
+            due, key = fired
+            batch = Batch(f"timer|{key}|{due.isoformat()}")
+            ctx = self.context(due, clock=now if now > due else None)
             self.decided_subjects += key in self.states
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
             yield from self._finish(batch, ctx, mark_finished=False)
@@ -190,14 +183,14 @@ class Runtime:
 
     def redecide_chunks(self, keys: Iterable[str], now: datetime) -> Iterator[Handover]:
         """`redecide`, handing the outputs over in chunks."""
-        batch = _Batch(f"redecide|{now.isoformat()}")
+        batch = Batch(f"redecide|{now.isoformat()}")
         batch.dirty.update(k for k in keys if k in self.states)
         return self._finish(batch, self.context(now))
 
     def set_queue_config(self, config: Any, now: datetime) -> list[OutputRecord]:
         """Activate a new queue configuration and let every subject adapt to it."""
         self.queue_config = config
-        batch = _Batch(f"queueconfig|{now.isoformat()}")
+        batch = Batch(f"queueconfig|{now.isoformat()}")
         ctx = self.context(now)
         for key in sorted(self.states):
             self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_config(k, s, c))
@@ -205,7 +198,7 @@ class Runtime:
 
     def reject_queue_config(self, path: str, error: str, sha256: str, now: datetime) -> list[OutputRecord]:
         """Publish `queueconfig.rejected`; the active configuration stays."""
-        batch = _Batch(f"queueconfig-rejected|{sha256}|{now.isoformat()}")
+        batch = Batch(f"queueconfig-rejected|{sha256}|{now.isoformat()}")
         data = QueueConfigRejected(path=path, error=error, sha256=sha256)
         self._emit(batch, None, Emit("queueconfig.rejected", data, key=f"QueueConfig/{path}"), now)
         return batch.outputs
@@ -217,7 +210,7 @@ class Runtime:
         Raises:
             InvalidStateError: the key names no subject or the value cannot be read.
         """
-        with _changelog_entry(record_key):
+        with reading_entry(record_key):
             key, part = split_changelog_key(record_key)
             engine = self.engine_for(key)
             raw = None if value is None else loads(value)["state"]
@@ -229,12 +222,7 @@ class Runtime:
             else:
                 state = None if raw is None else engine.load_state(raw)
         self._set_state(engine, key, state)
-        self._remember_written(key, state)
-        if not part:
-            if value is None:
-                self._changelog.pop(key, None)
-            else:
-                self._changelog[key] = _digest(value)
+        self._changelog.restored(key, part, value, state)
 
     def observe_peer(self, record_key: str, value: bytes | None) -> None:
         """Follow one changelog entry of a subject another instance owns, for engines whose decisions read such
@@ -243,7 +231,7 @@ class Runtime:
         Raises:
             InvalidStateError: the key names no subject or the value cannot be read.
         """
-        with _changelog_entry(record_key):
+        with reading_entry(record_key):
             key, part = split_changelog_key(record_key)
             engine = self._peer_aware.get(subject_kind(key))
             if engine is None:
@@ -266,11 +254,10 @@ class Runtime:
                 if peer_aware is not None:
                     peer_aware.release(key)
                 self._set_state(engine, key, None)
-            self._changelog.pop(key, None)
-            self._written.pop(key, None)
+            self._changelog.forget(key)
 
     # --- internals --------------------------------------------------------------------------------
-    def _apply_inventory(self, batch: _Batch, record: InputRecord, now: datetime) -> list[InventoryChange]:
+    def _apply_inventory(self, batch: Batch, record: InputRecord, now: datetime) -> list[InventoryChange]:
         at = record.timestamp or now
         try:
             if record.key is None:
@@ -284,17 +271,19 @@ class Runtime:
             named = inventory_key(event)
             expected = named.name if record.topic is TopicRole.TAINTS else named.record_key()
             if key_text != expected:
-                raise RoutingError(f"record key {key_text!r} does not match the object it carries ({expected!r})")
+                raise RoutingError(
+                    f"record key {shown(key_text)} does not match the object it carries ({shown(expected)})"
+                )
             at = event.time or at
             if event.kind.name.endswith(".deleted"):
                 return self.inventory.delete(named, at)
             return self.inventory.apply(event.data, at)  # type: ignore[arg-type]
-        except (ContractError, EngineError, UnicodeDecodeError, ValueError) as exc:
+        except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
             if self.dead_letter_inventory:
-                batch.outputs.append(dead_letter(record, _stage(exc), exc, bound_to_task=False))
+                batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=False))
             return []
 
-    def _apply_subject(self, batch: _Batch, record: InputRecord, ctx: EngineContext) -> None:
+    def _apply_subject(self, batch: Batch, record: InputRecord, ctx: EngineContext) -> None:
         try:
             if record.key is None:
                 raise RoutingError("subject records need the subject key as record key")
@@ -308,26 +297,63 @@ class Runtime:
                     raise RoutingError(f"{event.envelope.type} cannot be sent for subject {key}")
                 named = subject_key_of(event)
                 if named is not None and named != key:
-                    raise RoutingError(f"record key {key!r} does not match the subject the event names ({named!r})")
-        except (ContractError, EngineError, UnicodeDecodeError, ValueError) as exc:
-            batch.outputs.append(dead_letter(record, _stage(exc), exc, bound_to_task=True))
+                    raise RoutingError(
+                        f"record key {shown(key)} does not match the subject the event names ({shown(named)})"
+                    )
+        except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
+            batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=True))
             return
-        try:
-            if event is None:
-                self._run(batch, key, ctx, lambda e, s: e.on_deleted(key, s, ctx), allow_new=True)
-            else:
-                self._run(batch, key, ctx, lambda e, s: e.on_event(key, s, event, ctx), allow_new=True)
-        except Exception as exc:  # an engine bug must not stop the service: dead-letter and go on
-            batch.outputs.append(dead_letter(record, Stage.PROCESS, exc, bound_to_task=True))
+        if event is None:
+            self._run(batch, key, ctx, lambda e, s: e.on_deleted(key, s, ctx), allow_new=True, cause=record)
+        else:
+            self._run(batch, key, ctx, lambda e, s: e.on_event(key, s, event, ctx), allow_new=True, cause=record)
 
-    def _run(self, batch: _Batch, key: str, ctx: EngineContext, call: Any, *, allow_new: bool = False) -> None:
+    def _run(
+        self,
+        batch: Batch,
+        key: str,
+        ctx: EngineContext,
+        call: Any,
+        *,
+        allow_new: bool = False,
+        cause: InputRecord | None = None,
+    ) -> None:
+        """Run one engine call for a subject. A failure is isolated (see `_isolated`): the subject keeps its
+        state from before the call and `cause` is dead-lettered."""
         if key not in self.states and not allow_new:
             return
         engine = self.engine_for(key)
-        step: Step[Any] = call(engine, self.states.get(key))
-        self._take(batch, engine, key, step, ctx.now)
+        with self._isolated(batch, key, self.states.get(key), () if cause is None else (cause,), ctx.now):
+            step: Step[Any] = call(engine, self.states.get(key))
+            self._take(batch, engine, key, step, ctx.now)
+        if cause is not None and key in batch.touched:
+            batch.causes.setdefault(key, []).append(cause)
 
-    def _take(self, batch: _Batch, engine: SubjectEngine[Any], key: str, step: Step[Any], now: datetime) -> None:
+    @contextmanager
+    def _isolated(
+        self, batch: Batch, key: str, revert_to: Any, causes: Sequence[InputRecord], now: datetime
+    ) -> Iterator[None]:
+        """Let one subject's failure cost only that subject (as Kafka Streams' processing exception handler
+        does): its outputs since entering are withdrawn, its state and changelog memory go back to `revert_to`,
+        the records that caused it are dead-lettered at stage PROCESS, and an incident is noted. A timer of the
+        reverted state that is already due is dropped, or it would fail again at once, forever; the subject's
+        next successful change arms it again."""
+        mark = len(batch.outputs)
+        remembered = self._changelog.snapshot(key)
+        try:
+            yield
+        except Exception as exc:  # an engine bug or a hostile input must not stop the service
+            del batch.outputs[mark:]
+            self._set_state(self.engine_for(key), key, revert_to)
+            self._timers.disarm_if_due(key, now)
+            self._changelog.revert(key, remembered)
+            stage = stage_of(exc, Stage.PROCESS)
+            for record in causes:
+                batch.outputs.append(dead_letter(record, stage, exc, bound_to_task=True))
+            self.incidents.append(Incident(key, stage, exc, len(causes)))
+
+    def _take(self, batch: Batch, engine: SubjectEngine[Any], key: str, step: Step[Any], now: datetime) -> None:
+        batch.before.setdefault(key, self.states.get(key))
         for emit in step.emits:
             self._emit(batch, key, emit, now)
         self._set_state(engine, key, step.state)
@@ -337,7 +363,7 @@ class Runtime:
         else:
             batch.dirty.discard(key)
 
-    def _finish(self, batch: _Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
+    def _finish(self, batch: Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
         """Decide the dirty subjects task by task, chunk by chunk, each chunk with its changelog entries, then
         write the changelog of the task's touched subjects (nothing is rewritten for those just decided) and mark
         the task finished. A subject's state is final once decided, so its entry can go at once."""
@@ -359,19 +385,24 @@ class Runtime:
                     if state is not None:
                         engine = self.engine_for(key)
                         self.decided_subjects += 1
-                        self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
-                        self._write_changelog(batch, key)
+                        before = batch.before.get(key, state)
+                        with self._isolated(batch, key, before, batch.causes.pop(key, ()), ctx.now):
+                            self._take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+                            self._write_changelog(batch, key)
             for key in sorted(touched):
-                self._write_changelog(batch, key)
+                with self._isolated(batch, key, batch.before.get(key), batch.causes.pop(key, ()), ctx.now):
+                    self._write_changelog(batch, key)
             if mark_finished:
                 yield Handover(batch.hand_over(), finished=task)
             elif batch.outputs:
                 yield Handover(batch.hand_over())
         batch.touched.clear()
+        batch.before.clear()
+        batch.causes.clear()
         if batch.outputs:
             yield Handover(batch.hand_over())
 
-    def _emit(self, batch: _Batch, subject: str | None, emit: Emit, now: datetime) -> None:
+    def _emit(self, batch: Batch, subject: str | None, emit: Emit, now: datetime) -> None:
         key = emit.key or subject
         if key is None:
             raise ValueError("an emit without a subject needs an explicit key")
@@ -389,53 +420,12 @@ class Runtime:
         else:
             self.states[key] = state
         engine.track(key, state)
-        due = engine.next_due(state) if state is not None else None
-        if due is None:
-            self._due.pop(key, None)
-        elif self._due.get(key) != due:
-            self._due[key] = due
-            heapq.heappush(self._timers, (due, key))
+        self._timers.arm(key, engine.next_due(state) if state is not None else None)
 
-    def _remember_written(self, key: str, state: Any) -> None:
-        if state is None:
-            self._written.pop(key, None)
-        else:
-            self._written[key] = state
-
-    def _write_changelog(self, batch: _Batch, key: str) -> None:
-        state = self.states.get(key)
-        written = self._written.get(key)
-        if written is state:  # untouched since written or restored (engines return the same object then)
-            return
-        self._remember_written(key, state)
+    def _write_changelog(self, batch: Batch, key: str) -> None:
         engine = self.engine_for(key)
-        parted = self._parted.get(engine.KIND)
-        parts: Iterable[StatePart]
-        if parted is not None:
-            parts = parted.state_changes(written, state)
-        else:
-            parts = (("", None if state is None else engine.dump_state(state)),)
-        for part, raw in parts:
-            value = None if raw is None else dumps({"kind": engine.KIND, "v": 1, "state": raw})
-            if not part:  # the subject's own entry is rewritten only when its bytes change
-                digest = None if value is None else _digest(value)
-                if digest == self._changelog.get(key):
-                    continue
-                if digest is None:
-                    del self._changelog[key]
-                else:
-                    self._changelog[key] = digest
-            record_key = changelog_key(key, part).encode()
-            batch.outputs.append(OutputRecord(TopicRole.CHANGELOG, record_key, value, subject=key))
-
-
-@contextmanager
-def _changelog_entry(record_key: str) -> Iterator[None]:
-    """Any error reading a changelog entry becomes InvalidStateError naming it, so the reader skips it and goes on."""
-    try:
-        yield
-    except (ValueError, KeyError, TypeError, EngineError) as exc:
-        raise InvalidStateError(f"changelog entry {record_key} cannot be read: {exc}") from exc
+        state = self.states.get(key)
+        batch.outputs += self._changelog.entries(key, state, engine, self._parted.get(engine.KIND))
 
 
 def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:
@@ -444,13 +434,3 @@ def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:
 
 def _one_task(key: str) -> int:
     return 0
-
-
-def _digest(value: bytes) -> bytes:
-    return hashlib.blake2b(value, digest_size=16).digest()
-
-
-def _stage(error: BaseException) -> str:
-    if isinstance(error, DecodeError | UnicodeDecodeError):
-        return Stage.DECODE
-    return Stage.VALIDATE

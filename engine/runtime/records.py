@@ -5,19 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from topics.errors import Stage
 from topics.names import TopicRole
 
-__all__ = ["Handover", "Header", "InputRecord", "OutputRecord", "Stage"]
+__all__ = ["Handover", "Header", "Incident", "InputRecord", "OutputRecord", "Stage"]
 
 Header = tuple[str, bytes]
-
-
-class Stage:
-    """Where a dead-lettered record failed (the `__connect.errors.stage` header)."""
-
-    DECODE = "DECODE"
-    VALIDATE = "VALIDATE"
-    PROCESS = "PROCESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +52,14 @@ class Handover:
 
     records: list[OutputRecord]
     finished: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """A failure the runtime isolated: one subject's engine call raised, its records were dead-lettered
+    (`dead_letters` of them; none when inventory or a timer triggered it) and its state stayed as before."""
+
+    subject: str
+    stage: str
+    error: BaseException
+    dead_letters: int

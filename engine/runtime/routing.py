@@ -13,7 +13,16 @@ from topics.inventory import ClusterTaintsUpdated
 from topics.placement import Placement
 from topics.placementrule import PlacementRule, RecommendationPosted
 
-__all__ = ["INVENTORY_KINDS", "changelog_key", "inventory_key", "split_changelog_key", "subject_key_of", "subject_kind"]
+__all__ = [
+    "INVENTORY_KINDS",
+    "changelog_key",
+    "explain_key",
+    "inventory_key",
+    "shown",
+    "split_changelog_key",
+    "subject_key_of",
+    "subject_kind",
+]
 
 INVENTORY_KINDS: dict[str, str] = {
     "managedcluster": "ManagedCluster",
@@ -27,18 +36,57 @@ INVENTORY_KINDS: dict[str, str] = {
 _SUBJECT_PARTS = {"Application": 2, "Placement": 3, "PlacementRule": 3}
 
 
+def shown(text: str, limit: int = 200) -> str:
+    """A name as an error message quotes it: cut to `limit` characters, so a hostile 500 KB key cannot push the
+    rest of the message out of a bounded dead-letter header."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text)} characters)"
+
+
 def subject_kind(key: str) -> str:
     """The kind prefix of a subject key, checking its shape (`Application/<p>`, `Placement/<ns>/<name>`...)."""
     kind, _, _ = key.partition("/")
     parts = _SUBJECT_PARTS.get(kind)
     if parts is None:
         known = ", ".join(sorted(_SUBJECT_PARTS))
-        raise RoutingError(f"record key {key!r} does not start with a subject kind ({known})")
+        raise RoutingError(f"record key {shown(key)} does not start with a subject kind ({known})")
     split = key.split("/")
     if len(split) != parts or not split[-1]:
         shape = "Application/<partition>" if parts == 2 else f"{kind}/<namespace>/<name>"
-        raise RoutingError(f"record key {key!r} is not of the form {shape}")
+        raise RoutingError(f"record key {shown(key)} is not of the form {shape}")
     return kind
+
+
+def explain_key(text: str) -> str:
+    """The subject key an explain request names: a full subject key, or `NS/NAME` for a Placement (the common
+    case, and what `--placement` always meant). Kubernetes namespaces are lower-case DNS labels, so a first segment
+    that is a subject kind cannot be a namespace and the two spellings never collide.
+
+    Raises:
+        RoutingError: the text is not a subject key; the message says which shapes are accepted.
+    """
+    key = text.strip()
+    kind = key.partition("/")[0]
+    if kind not in _SUBJECT_PARTS and key.count("/") == 1:
+        key, kind = f"Placement/{key}", "Placement"
+    parts = _SUBJECT_PARTS.get(kind)
+    if parts is None:
+        raise RoutingError(f"{text!r} is not a subject key: expected {_EXPLAIN_SHAPES}")
+    segments = key.split("/")
+    if len(segments) != parts or not all(segments):
+        raise RoutingError(f"{text!r} is not a subject key: expected {_SHAPES[kind]}")
+    if any(ch.isspace() or not ch.isprintable() for ch in key):
+        raise RoutingError(f"{text!r} is not a subject key: names hold no spaces or control characters")
+    return key
+
+
+_SHAPES = {
+    "Application": "Application/PARTITION",
+    "Placement": "NS/NAME or Placement/NS/NAME",
+    "PlacementRule": "PlacementRule/NS/NAME",
+}
+_EXPLAIN_SHAPES = "NS/NAME (a placement), Placement/NS/NAME, PlacementRule/NS/NAME or Application/PARTITION"
 
 
 def changelog_key(subject: str, part: str) -> str:
