@@ -29,10 +29,17 @@ def free_ports(count: int) -> list[int]:
 
 
 def port_is_free(port: int) -> bool:
-    """A restart reuses recorded ports; say so clearly when something else took one meanwhile."""
+    """A restart reuses recorded ports; say so clearly when something else took one meanwhile.
+
+    The probe listens with SO_REUSEADDR, as the broker's own (JVM) server sockets do: connections of a broker that
+    died (SIGKILL, a crash) linger in TIME_WAIT for a minute, and they must not block its restart. A port another
+    process listens on is still refused.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
+            sock.listen()
         except OSError:
             return False
         return True

@@ -6,6 +6,7 @@ import collections
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from aiokafka import AIOKafkaConsumer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine.runtime import OutputRecord
@@ -72,6 +73,21 @@ class Metrics:
         self.restore_seconds = Gauge("placement_restore_seconds", "Duration of the last restore", ["table"], registry=r)
         self.ready = Gauge("placement_ready", "1 when the service is ready", registry=r)
         self.subjects = Gauge("placement_subjects", "Subjects owned by this instance", registry=r)
+        self.incidents = Counter(
+            "placement_processing_errors",
+            "Engine calls that failed and were isolated (their records dead-lettered, their subject left as before)",
+            ["stage"],
+            registry=r,
+        )
+        self.cel_stopped = Counter(
+            "placement_cel_evaluations_stopped", "CEL evaluations stopped at the cost limit", registry=r
+        )
+        self._cel_stopped_seen = 0
+        self.broker_reachable = Gauge("placement_broker_reachable", "1 while the Kafka cluster answers", registry=r)
+        self.failing_tasks = Gauge("placement_failing_tasks", "Tasks whose last transaction was aborted", registry=r)
+        self.loop_progress_age = Gauge(
+            "placement_loop_progress_age_seconds", "Seconds since the processing loop last made progress", registry=r
+        )
 
     def count_produced(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
         """Add records that are now committed (or sent outside any transaction)."""
@@ -79,3 +95,19 @@ class Metrics:
             self.produced.labels(topic_name(topic)).inc(count)
         for (source, stage), count in tally.dead_letters.items():
             self.dead_letters.labels(source, stage).inc(count)
+
+    def follow_engine_counters(self, totals: dict[str, int]) -> None:
+        """Move the counters the engines keep as totals (`Runtime.counters`) by what they gained."""
+        gained = totals.get("cel_evaluations_stopped", 0) - self._cel_stopped_seen
+        if gained > 0:
+            self.cel_stopped.inc(gained)
+            self._cel_stopped_seen += gained
+
+    async def record_lag(self, consumer: AIOKafkaConsumer) -> None:
+        """The group consumer's lag per assigned partition: last stable offset minus position."""
+        for tp in consumer.assignment():
+            stable = consumer.last_stable_offset(tp)
+            if stable is None or stable < 0:
+                continue
+            position = await consumer.position(tp)
+            self.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - position))

@@ -2,12 +2,15 @@
 
 Per batch: consumed inventory and subject records go through the pure Runtime, and each task's outputs,
 changelog entries and consumed offsets are committed in one transaction of that task's producer. The outputs
-are sent into the open transactions chunk by chunk while the runtime is still deciding.
+are sent into the open transactions chunk by chunk while the runtime is still deciding. The runtime runs in a
+worker thread, so however long one batch takes, the event loop keeps heartbeating to the group and answering
+the health probes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import time
@@ -17,21 +20,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.errors import KafkaError
 
 from engine.core import SubjectEngine
 from engine.registry import build_engines
-from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
+from engine.runtime import Handover, InputRecord, Runtime
+from streams.health import Health
 from streams.http import HealthServer
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import setup_topics
+from streams.kafka.barrier import InventoryBarrier
+from streams.kafka.clients import group_consumer, loose_producer
 from streams.kafka.peers import PeerChangelog
+from streams.kafka.poison import PoisonGuard
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import changelog_sink, new_reader, read_to_end, seek_to_start
-from streams.kafka.tasks import TaskProducers, partition_of, send_records
-from streams.kafka.transactions import TaskTransactions, let_producers_send
+from streams.kafka.tasks import TaskProducers, partition_of
 from streams.memory import tune_garbage_collector
-from streams.metrics import Metrics, OutputTally
+from streams.metrics import Metrics
+from streams.publisher import Publisher
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
 
@@ -40,6 +46,10 @@ __all__ = ["Processor"]
 log = logging.getLogger("placement.service")
 
 _Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+
+
+_CLIENT_STOP_SECONDS = 0.5
+"""Per client at shutdown: a stop within about two seconds in all, broker or not."""
 
 
 def _utcnow() -> datetime:
@@ -75,9 +85,11 @@ class Processor:
         self.batch_lock = asyncio.Lock()
         """Held while a batch or an assignment change runs: aiokafka calls the rebalance listener from its
         coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
+        self.health = Health(self.metrics, settings.liveness_timeout_seconds)
         self._tables_ready = False
         self._assigned_once = False
-        self._alive = True
+        self._guard = PoisonGuard(settings.max_task_aborts)
+        self._barrier: InventoryBarrier | None = None
         self.partitions = settings.kafka.task_partitions
         self._tasks_by_subject: dict[str, int] = {}
         self.runtime: Runtime | None = None
@@ -93,8 +105,16 @@ class Processor:
         self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
         kafka = settings.kafka
         self._tasks = TaskProducers(kafka)
+        self._publisher = Publisher(
+            self._tasks,
+            self._names.name,
+            self._task_of,
+            settings.kafka.group_id,
+            metrics=self.metrics,
+            health=self.health,
+            guard=self._guard,
+        )
         self._consumer: AIOKafkaConsumer | None = None
-        self._tables: AIOKafkaConsumer | None = None
         self._restorer: AIOKafkaConsumer | None = None
         self._peers: PeerChangelog | None = None
         self._loose: AIOKafkaProducer | None = None
@@ -103,7 +123,7 @@ class Processor:
     @property
     def ready(self) -> bool:
         """Global tables caught up, group joined, every assigned task restored, not stopping."""
-        return self._tables_ready and self._assigned_once and not self._stop.is_set()
+        return self.health.ready()
 
     @property
     def owned_tasks(self) -> frozenset[int]:
@@ -119,86 +139,67 @@ class Processor:
         await self._stop.wait()
 
     async def run(self) -> None:
-        """Set up, catch up, join the group and process until stopped."""
-        kafka = self.settings.kafka
-        tune_garbage_collector(self.settings.gc_threshold)
-        http = HealthServer(self.metrics, lambda: self._alive, lambda: self.ready, self._explain)
+        """Set up, catch up, join the group and process until stopped. A stop ends the batch in flight after the
+        stop grace (uncommitted, it is processed again by the next owner) and whatever set-up step is waiting."""
+        http = HealthServer(self.metrics, self.health.alive, lambda: self.ready, self._explain)
+        work = asyncio.create_task(self._work(http))
+        stop = asyncio.create_task(self._stop.wait())
         try:
-            counts = await self._setup_topics()
-            self.partitions = counts[self._names.submissions]
-            self._tasks_by_subject.clear()
-            self.runtime = Runtime(
-                self._engines or build_engines(),
-                self.settings.engine_settings(),
-                self._queue_config,
-                dead_letter_inventory=False,
-                task_of=self._task_of,
-            )
-            if self.settings.http_port:
-                self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
-            self._loose = AIOKafkaProducer(
-                bootstrap_servers=kafka.bootstrap_servers,
-                acks="all",
-                enable_idempotence=True,
-                linger_ms=5,
-                compression_type=kafka.compression(),
-            )
-            await self._loose.start()
-            await self._catch_up_tables()
-            await self._start_peers()
-            # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
-            self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
-            await self._restorer.start()
-            self._consumer = AIOKafkaConsumer(
-                bootstrap_servers=kafka.bootstrap_servers,
-                client_id=kafka.client_id,
-                group_id=kafka.group_id,
-                group_instance_id=kafka.group_instance_id,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-                isolation_level="read_committed",
-                session_timeout_ms=kafka.session_timeout_ms,
-                heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-                partition_assignment_strategy=(RangePartitionAssignor,),
-            )
-            await self._consumer.start()
-            self._consumer.subscribe(self._subject_topics, listener=_Listener(self))
-            await self._loop()
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done():
+                self.health.stopping = True
+                done, _ = await asyncio.wait({work}, timeout=self.settings.stop_grace_seconds)
+                if not done:
+                    log.warning("stopping: the batch in flight is abandoned; its records are processed again")
+                    work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
         except BaseException:
-            self._alive = False
+            self.health.crashed = True
             raise
         finally:
+            stop.cancel()
+            self.health.stopping = True
             self.metrics.ready.set(0)
             await self._shutdown(http)
 
-    async def _setup_topics(self) -> dict[str, int]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka.bootstrap_servers)
-        async for attempt in kafka_retrying():
-            with attempt:
-                await admin.start()
-        try:
-            return await ensure_topics(self.settings, admin)
-        finally:
-            await admin.close()
+    async def _work(self, http: HealthServer) -> None:
+        kafka = self.settings.kafka
+        tune_garbage_collector(self.settings.gc_threshold)
+        if self.settings.http_port:  # probes answer (not ready) while the broker is still out of reach
+            self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
+        counts = await setup_topics(self.settings, self.health.note_broker)
+        self.partitions = counts[self._names.submissions]
+        self._tasks_by_subject.clear()
+        self.runtime = Runtime(
+            self._engines or build_engines(),
+            self.settings.engine_settings(),
+            self._queue_config,
+            dead_letter_inventory=False,
+            task_of=self._task_of,
+        )
+        self._loose = self._publisher.loose = loose_producer(kafka)
+        await self._loose.start()
+        await self._catch_up_tables()
+        await self._start_peers()
+        # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
+        self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
+        await self._restorer.start()
+        self._consumer = group_consumer(kafka)
+        await self._consumer.start()
+        self._consumer.subscribe(self._subject_topics, listener=_Listener(self))
+        await self._loop()
 
     async def _catch_up_tables(self) -> None:
-        kafka = self.settings.kafka
-        self._tables = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-tables")
-        await self._tables.start()
-        partitions = [
-            TopicPartition(topic, p)
-            for topic in (self._names.cluster_status, self._names.taints)
-            for p in sorted(self._tables.partitions_for_topic(topic) or {0})
-        ]
-        self._tables.assign(partitions)
-        started = time.perf_counter()
-        runtime = self._require_runtime()
+        started, runtime = time.perf_counter(), self._require_runtime()
 
-        def apply(chunk: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
+        async def apply(chunk: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
             # no subject is owned yet, so nothing is published; bad records are dead-lettered live only
-            runtime.process(self._inputs(chunk), _utcnow())
+            await asyncio.to_thread(runtime.process, self._inputs(chunk), _utcnow())
+            self.health.progressed()
 
-        count = await read_to_end(self._tables, partitions, apply)
+        inventory_topics = (self._names.cluster_status, self._names.taints)
+        self._barrier, count = await InventoryBarrier.catch_up(self.settings.kafka, inventory_topics, apply)
         self.metrics.restore_seconds.labels("inventory").set(time.perf_counter() - started)
         self._tables_ready = True
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
@@ -215,14 +216,17 @@ class Processor:
         await self._peers.start()
 
     async def _shutdown(self, http: HealthServer) -> None:
+        """Stop every client, each within a bound: with the broker gone, a client's stop can wait for ever."""
         for stop in (
             self._tasks.stop_all,
-            *(c.stop for c in (self._consumer, self._tables, self._restorer, self._loose) if c is not None),
+            *(c.stop for c in (self._consumer, self._barrier, self._restorer, self._loose) if c is not None),
             *((self._peers.stop,) if self._peers is not None else ()),
             http.stop,
         ):
             try:
-                await stop()
+                await asyncio.wait_for(stop(), _CLIENT_STOP_SECONDS)
+            except TimeoutError:
+                log.warning("a Kafka client did not stop in time; leaving it", extra={"client": str(stop)})
             except Exception:  # keep stopping the rest
                 log.exception("error during shutdown")
 
@@ -248,7 +252,10 @@ class Processor:
             await self._take_task(partition, rewind=False)
         runtime.dead_letter_inventory = 0 in wanted
         self._assigned_once = True
+        self.health.started = self._tables_ready
+        self.health.failing_tasks &= wanted
         self.metrics.subjects.set(len(runtime.states))
+        self.health.progressed()
         self.metrics.ready.set(1 if self.ready else 0)
         log.info("assignment", extra={"tasks": sorted(wanted)})
 
@@ -290,7 +297,11 @@ class Processor:
 
     # --- the loop ---------------------------------------------------------------------------------
     async def _loop(self) -> None:
-        consumer, tables, peers = self._require(self._consumer), self._require(self._tables), self._require(self._peers)
+        consumer, barrier, peers = (
+            self._require(self._consumer),
+            self._require(self._barrier),
+            self._require(self._peers),
+        )
         runtime = self._require_runtime()
         kafka = self.settings.kafka
         next_reload = next_lag = 0.0
@@ -299,9 +310,18 @@ class Processor:
             due = runtime.next_timer()
             if due is not None:
                 wait_ms = max(0, min(wait_ms, int((due - _utcnow()).total_seconds() * 1000) + 1))
+            self.health.progressed()
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
-            # the inventory is polled after the subjects, so a batch sees the tables at least as new as its records
-            inventory = await tables.getmany(timeout_ms=0, max_records=kafka.max_batch_records)
+            subjects, rewind = self._guard.narrow(subjects)
+            for tp, offset in rewind:
+                consumer.seek(tp, offset)
+            try:
+                inventory = await barrier.read(to_end=any(subjects.values()), max_records=kafka.max_batch_records)
+            except (TimeoutError, KafkaError) as exc:
+                # the batch waits: its records are fetched again once the tables can be read to their end
+                self.health.note_broker(False, exc)
+                self._rewind(consumer, subjects)
+                continue
             from_peers = await peers.poll(kafka.max_batch_records)
             if self._stop.is_set() and subjects:
                 # not processed: the offsets stay uncommitted and the next owner reads them again
@@ -317,19 +337,33 @@ class Processor:
                     await self._reload_queue_config()
             if clock >= next_lag:
                 next_lag = clock + 1.0
-                await self._update_lag(consumer)
+                try:
+                    await barrier.probe()
+                    self.health.note_broker(True)
+                except (TimeoutError, KafkaError) as exc:
+                    self.health.note_broker(False, exc)
+                await self.metrics.record_lag(consumer)
 
-    async def _handle(self, inventory: _Records, subjects: _Records) -> None:
+    def _rewind(self, consumer: AIOKafkaConsumer, subjects: _Records) -> None:
+        for tp, records in subjects.items():
+            if records:
+                consumer.seek(tp, records[0].offset)
+
+    async def _handle(self, inventory: list[ConsumerRecord[bytes, bytes]], subjects: _Records) -> None:
         runtime = self._require_runtime()
-        records = [r for batch in inventory.values() for r in batch] + [r for b in subjects.values() for r in b]
-        now = _utcnow()
-        if records and self.first_batch_at is None:
-            self.first_batch_at = time.perf_counter()
-        chunks = self._engine_timed(runtime.process_chunks(self._inputs(records), now)) if records else iter(())
         offsets: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
         for tp, batch in subjects.items():
             if batch:
                 offsets[tp.partition][tp] = batch[-1].offset + 1
+        doomed, doomed_tasks = self._guard.dead_letters(subjects, self._inputs)
+        records = inventory + [r for tp, b in subjects.items() if tp.partition not in doomed_tasks for r in b]
+        now = _utcnow()
+        if records and self.first_batch_at is None:
+            self.first_batch_at = time.perf_counter()
+        chunks: Iterator[Handover] = iter([Handover(doomed)] if doomed else [])
+        if records:
+            timed = self._publisher.engine_timed(runtime.process_chunks(self._inputs(records), now))
+            chunks = itertools.chain(chunks, timed)
         by_topic = Counter(record.topic for record in records)
         for topic, count in by_topic.items():
             self.metrics.consumed.labels(topic).inc(count)
@@ -341,6 +375,13 @@ class Processor:
             for record in batch:
                 self.metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
         self.metrics.subjects.set(len(runtime.states))
+        self.metrics.follow_engine_counters(runtime.counters())
+        for incident in runtime.take_incidents():
+            self.metrics.incidents.labels(incident.stage).inc()
+            log.error(
+                "isolated a failure",
+                extra={"subject": incident.subject, "stage": incident.stage, "error": repr(incident.error)},
+            )
         if records:
             self.batches_done += 1
             self.records_done += len(records)
@@ -361,46 +402,9 @@ class Processor:
         ]
 
     async def _publish(self, chunks: Iterable[Handover], offsets: dict[int, dict[TopicPartition, int]]) -> None:
-        """Commit each task's records and offsets atomically, sending each chunk as the runtime hands it over
-        and committing a task in the background once the runtime marks it finished; records bound to no task go
-        out plainly. The chunks are always exhausted: the runtime's state moves on with them, and a task whose
-        transaction failed is restored from Kafka afterwards."""
-        runtime = self._require_runtime()
-        decided = runtime.decided_subjects
-        transactions = TaskTransactions(self._tasks, self._names.name, self._task_of, self.settings.kafka.group_id)
-        pending = dict(offsets)
-        for chunk in chunks:
-            await transactions.send(chunk.records)
-            if chunk.finished is not None:
-                transactions.finish(chunk.finished, pending.pop(chunk.finished, {}))
-            await let_producers_send()
-        self.metrics.decided.inc(runtime.decided_subjects - decided)
-        for tally in await transactions.commit(pending):
-            self.metrics.transactions.labels("committed").inc()
-            self.metrics.count_produced(tally, self._names.name)
-        for task in sorted(transactions.failed):
-            self.metrics.transactions.labels("aborted").inc()
+        """Publish a batch (see Publisher) and restore from Kafka each task whose transaction was aborted."""
+        for task in await self._publisher.publish(self._require_runtime(), chunks, offsets):
             await self._take_task(task)
-        if transactions.loose:
-            await self._send_all(self._require(self._loose), transactions.loose)
-            loose = OutputTally()
-            loose.add(transactions.loose)
-            self.metrics.count_produced(loose, self._names.name)
-
-    def _engine_timed(self, chunks: Iterator[Handover]) -> Iterator[Handover]:
-        """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
-        spent = 0.0
-        while True:
-            started = time.perf_counter()
-            chunk = next(chunks, None)
-            spent += time.perf_counter() - started
-            if chunk is None:
-                break
-            yield chunk
-        self.metrics.decision_latency.observe(spent)
-
-    async def _send_all(self, producer: AIOKafkaProducer, records: list[OutputRecord]) -> None:
-        await send_records(producer, records, self._names.name, self._task_of)
 
     async def _reload_queue_config(self) -> None:
         assert self._queue_file is not None
@@ -412,14 +416,6 @@ class Processor:
         else:
             log.info("queue configuration reloaded", extra={"sha256": reload.sha256})
         await self._publish([Handover(outputs)], {})
-
-    async def _update_lag(self, consumer: AIOKafkaConsumer) -> None:
-        for tp in consumer.assignment():
-            stable = consumer.last_stable_offset(tp)
-            if stable is None or stable < 0:
-                continue
-            position = await consumer.position(tp)
-            self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - position))
 
     def _explain(self, key: str) -> dict[str, Any] | None:
         runtime = self.runtime

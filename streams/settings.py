@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ from engine.core import EngineSettings
 from streams.errors import SettingsError
 from topics.names import TOPIC_SPECS, TopicRole
 
-__all__ = ["KafkaSettings", "Settings", "TopicNames", "load_settings"]
+__all__ = ["KafkaSettings", "Settings", "TopicNames", "load_settings", "stable_identity"]
 
 
 class KafkaSettings(BaseModel):
@@ -26,12 +27,16 @@ class KafkaSettings(BaseModel):
     """Comma-separated host:port list (env KAFKA_BOOTSTRAP_SERVERS is honoured too)."""
     group_id: str = "placement"
     group_instance_id: str | None = None
-    """Static membership: a stable id per replica avoids a rebalance on restart."""
+    """Static membership: a stable id per replica avoids a rebalance on restart, and a replica restarted after a
+    crash gets its tasks back at once instead of after the session timeout. Unset, a Kubernetes StatefulSet
+    pod uses its name (`<set>-<ordinal>`, stable across restarts); elsewhere the member is dynamic."""
     client_id: str = "placement-stream"
     task_partitions: int = Field(default=3, ge=1, le=256)
     """Partitions of every co-partitioned topic; one transactional producer per owned partition."""
     replication_factor: int = Field(default=1, ge=1)
-    session_timeout_ms: int = Field(default=10_000, ge=1000)
+    session_timeout_ms: int = Field(default=6000, ge=1000)
+    """How long the group waits for a silent member: after a crash of a dynamic member, its tasks move only then.
+    6 s is the broker's default minimum (`group.min.session.timeout.ms`)."""
     heartbeat_interval_ms: int = Field(default=1000, ge=100)
     """How often the group member reports to the coordinator, and so how soon it learns of a rebalance: when an
     instance joins, the others keep every task until their next heartbeat. aiokafka's default of 3 s made a
@@ -109,6 +114,16 @@ class Settings(BaseSettings):
     """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
     log_level: str = "INFO"
     shutdown_timeout_seconds: float = Field(default=20.0, gt=0)
+    """Bound on the whole graceful stop; the batch in flight gets at most `stop_grace_seconds` of it."""
+    stop_grace_seconds: float = Field(default=1.0, ge=0)
+    """How long a stop waits for the batch in flight to commit before abandoning it (its records are read again
+    by the next owner, exactly once), so SIGTERM or Ctrl-C ends the process within about two seconds."""
+    max_task_aborts: int = Field(default=3, ge=1)
+    """Times one record may abort its task's transaction (the broker refusing its outputs) before it is
+    dead-lettered instead of tried again."""
+    liveness_timeout_seconds: float = Field(default=60.0, gt=0)
+    """/livez turns false when the processing loop has made no progress for this long, so an orchestrator
+    restarts a process that is truly stuck."""
     gc_threshold: int = Field(default=50_000, ge=0)
     """Young-generation threshold of Python's cyclic garbage collector (see streams/memory.py); 0 keeps
     Python's default of 700."""
@@ -133,6 +148,16 @@ class Settings(BaseSettings):
         )
 
 
+def stable_identity(environ: dict[str, str] | None = None) -> str | None:
+    """The pod name when running as a Kubernetes StatefulSet member (`<set>-<ordinal>`), which survives restarts;
+    None elsewhere, where a default identity could collide between replicas."""
+    env = os.environ if environ is None else environ
+    name = env.get("HOSTNAME", "")
+    if "KUBERNETES_SERVICE_HOST" in env and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?-[0-9]+", name):
+        return name
+    return None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build settings; a bad value becomes a SettingsError naming the source, the field and the problem."""
     kafka_env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -141,7 +166,7 @@ def load_settings(**overrides: Any) -> Settings:
         kafka.setdefault("bootstrap_servers", kafka_env)
         overrides["kafka"] = kafka
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         problems = []
         for item in exc.errors():
@@ -149,6 +174,11 @@ def load_settings(**overrides: Any) -> Settings:
             env = _variable(*item["loc"])
             problems.append(f"{field} (env {env} or .env): {item['msg']}")
         raise SettingsError("invalid settings: " + "; ".join(problems)) from exc
+    identity = stable_identity()
+    if settings.kafka.group_instance_id is None and identity is not None:
+        kafka = settings.kafka.model_copy(update={"group_instance_id": identity})
+        settings = settings.model_copy(update={"kafka": kafka})
+    return settings
 
 
 def _variable(*location: object) -> str:

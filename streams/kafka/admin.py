@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
 
 from streams.errors import TopicSetupError
 from streams.kafka.retry import kafka_retrying
 from streams.settings import Settings
 from topics.names import TOPIC_SPECS
 
-__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics"]
+__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics", "setup_topics"]
+
+log = logging.getLogger("placement.admin")
+_RECONNECT_SECONDS = 2.0
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
 _METADATA_ATTEMPTS = 50  # x 0.2 s: metadata of a created topic propagates in milliseconds on a healthy cluster
+
+
+async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) -> dict[str, int]:
+    """Connect (retrying every 2 s for as long as it takes, saying so each time, for a broker that is not up yet
+    is the common case at start) and `ensure_topics`; `reachable` hears whether the broker answered."""
+    kafka = settings.kafka
+    while True:
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id=f"{kafka.client_id}-admin")
+        try:
+            await admin.start()
+            break
+        except KafkaError as exc:
+            reachable(False)
+            log.error(
+                "Kafka is not reachable; retrying until it is",
+                extra={"bootstrap_servers": kafka.bootstrap_servers, "error": str(exc)},
+            )
+            await admin.close()
+            await asyncio.sleep(_RECONNECT_SECONDS)
+    reachable(True)
+    try:
+        return await ensure_topics(settings, admin)
+    finally:
+        await admin.close()
 
 
 async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:

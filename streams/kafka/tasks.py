@@ -65,6 +65,14 @@ class RecordSender:
                 batch = self._batches[route] = producer.create_batch()
                 batch.append(timestamp=None, key=r.key, value=r.value, headers=headers)  # a new batch takes any one
 
+    def discard(self) -> None:
+        """Forget the records queued so far (their transaction is being aborted): whatever their delivery
+        futures end with is retrieved here, so no 'exception was never retrieved' is logged at exit."""
+        self._batches.clear()
+        futures, self._futures = self._futures, []
+        for future in futures:
+            future.add_done_callback(_retrieve)
+
     async def flush(self) -> None:
         """Send the partly filled batches and wait until every record queued so far is acknowledged."""
         batches, self._batches = self._batches, {}
@@ -73,6 +81,11 @@ class RecordSender:
         futures, self._futures = self._futures, []
         if futures:
             await asyncio.gather(*futures)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def send_records(

@@ -67,6 +67,10 @@ class TaskTransactions:
         """Tasks committing in the background since the runtime marked them finished."""
         self.failed: set[int] = set()
         """Tasks whose transaction was aborted; their state must be restored from Kafka."""
+        self.errors: dict[int, KafkaError] = {}
+        """The error that aborted each failed task's transaction."""
+        self.committed: set[int] = set()
+        """Tasks whose transaction committed."""
         self.loose: list[OutputRecord] = []
         """Records bound to no owned task, for the caller to send outside any transaction."""
 
@@ -126,6 +130,7 @@ class TaskTransactions:
         except KafkaError as exc:
             await self._abort(task, exc, opened)
             return None
+        self.committed.add(task)
         return opened.tally
 
     async def _opened(self, task: int) -> _Open | None:
@@ -150,9 +155,11 @@ class TaskTransactions:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""
         log.error("transaction failed; the task will be restored from Kafka", extra={"task": task, "error": str(error)})
         self.failed.add(task)
+        self.errors[task] = error
         opened = self._open.pop(task, opened)
         if opened is None:
             return
+        opened.sender.discard()
         try:
             await opened.transaction.__aexit__(type(error), error, error.__traceback__)
         except KafkaError:

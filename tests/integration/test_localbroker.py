@@ -1,8 +1,13 @@
-"""The local broker launcher against a real Kafka: admin, topics, transactions, restart on the same data dir."""
+"""The local broker launcher against a real Kafka: admin, topics, transactions, restart on the same data dir (after a
+clean stop and after SIGKILL, with the dead broker's connections in TIME_WAIT)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import struct
 import uuid
 from pathlib import Path
 
@@ -11,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from localbroker import LocalBroker, ensure_kafka_libs
+from localbroker.procs import port_is_free
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +111,98 @@ async def test_restart_on_same_data_dir_keeps_topics(tmp_path: Path) -> None:
         assert await _create_topic(second, name) == TOPIC_ALREADY_EXISTS
     finally:
         await broker.astop()
+
+
+def _plain_bind_refused(port: int) -> bool:
+    """Whether binding without SO_REUSEADDR fails: what the old port check did, and what TIME_WAIT makes fail."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
+def _time_wait_port() -> int:
+    """A port whose only trace is a connection in TIME_WAIT: the server side closed first, then stopped listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = int(server.getsockname()[1])
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = server.accept()
+            accepted.close()  # the server closes first: its end of the connection goes to TIME_WAIT
+            assert client.recv(1) == b""
+    return port
+
+
+async def _answered_connection(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection the broker has accepted and answered (ApiVersions v0), so nothing is left unread on its side."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    client_id = b"localbroker-test"
+    request = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id  # api key, version, correlation id
+    writer.write(struct.pack(">i", len(request)) + request)
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    response = await reader.readexactly(size)
+    assert struct.unpack(">i", response[:4]) == (7,)
+    return reader, writer
+
+
+def _listening(family: socket.AddressFamily, host: str, reuse: bool) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    if reuse:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    sock.listen()
+    return sock
+
+
+@pytest.mark.parametrize(
+    ("family", "host", "reuse"),
+    [
+        (socket.AF_INET, "127.0.0.1", False),
+        (socket.AF_INET, "127.0.0.1", True),  # as the JVM listens
+        (socket.AF_INET, "0.0.0.0", True),
+        (socket.AF_INET6, "::", True),
+    ],
+)
+def test_a_port_another_process_listens_on_is_not_free(family: socket.AddressFamily, host: str, reuse: bool) -> None:
+    with _listening(family, host, reuse) as taken:
+        assert not port_is_free(int(taken.getsockname()[1]))
+
+
+def test_a_port_left_in_time_wait_is_free() -> None:
+    port = _time_wait_port()
+    assert _plain_bind_refused(port), "the connection should linger in TIME_WAIT"
+    assert port_is_free(port)
+
+
+async def test_start_right_after_the_broker_was_killed_reuses_its_ports(tmp_path: Path) -> None:
+    data_dir = tmp_path / "broker"
+    crashed = LocalBroker(data_dir, ensure_kafka_libs())
+    name = _topic()
+    bootstrap = await crashed.astart()
+    state = crashed.state
+    assert state is not None
+    assert not any(port_is_free(p) for p in (state.broker_port, state.controller_port)), "the broker holds them"
+    assert await _create_topic(bootstrap, name) == 0
+    pid = crashed.running_pid()
+    assert pid is not None
+    # a client connected while the broker dies: the broker's end of it stays in TIME_WAIT once the client closes
+    reader, writer = await _answered_connection(state.broker_port)
+    os.killpg(pid, signal.SIGKILL)
+    async with asyncio.timeout(30):
+        assert await reader.read() == b""
+        while crashed.running_pid() is not None:  # reaps the killed JVM
+            await asyncio.sleep(0.05)
+    writer.close()
+    await writer.wait_closed()
+    assert _plain_bind_refused(state.broker_port), "the killed broker's connection should linger in TIME_WAIT"
+
+    restarted = LocalBroker(data_dir, ensure_kafka_libs())  # as a new `placement-stream broker start` would
+    try:
+        assert await restarted.astart() == bootstrap, "a restart must reuse the recorded ports"
+        assert name in await _list_topics(bootstrap)
+    finally:
+        await restarted.astop()

@@ -1,0 +1,84 @@
+"""The inventory barrier: subject records are decided on inventory at least as new as themselves.
+
+Kafka Streams synchronises a task's inputs by timestamp, but its global tables run on their own thread and
+give no such promise; a placement produced right after its cluster set could be decided before the set was
+read, and a deployer acting on that "no clusters" decision removes the workload everywhere. So whenever subject
+records were fetched, the tables are read up to the end offsets they have now, which is after those records
+were fetched and therefore after anything produced before them.
+
+The end offsets are asked through a client of their own: on the tables reader's connection the request would
+queue behind its long-polling fetch, which the broker holds for up to the fetch wait when nothing is new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from streams.kafka.tables import RecordSink, new_reader, read_to_end
+from streams.settings import KafkaSettings
+
+__all__ = ["InventoryBarrier"]
+
+
+class InventoryBarrier:
+    """Reads the global tables' new records, up to their current end when a batch has subject records."""
+
+    @classmethod
+    async def catch_up(
+        cls, kafka: KafkaSettings, topics: Sequence[str], sink: RecordSink
+    ) -> tuple[InventoryBarrier, int]:
+        """Read every partition of the table topics from the beginning to their end of now into `sink` (the
+        GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too."""
+        tables = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-tables")
+        offsets = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-offsets")
+        await tables.start()
+        await offsets.start()
+        partitions = [TopicPartition(t, p) for t in topics for p in sorted(tables.partitions_for_topic(t) or {0})]
+        tables.assign(partitions)
+        count = await read_to_end(tables, partitions, sink)
+        return cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000), count
+
+    async def stop(self) -> None:
+        """Stop both readers."""
+        await self._tables.stop()
+        await self._offsets.stop()
+
+    def __init__(
+        self,
+        tables: AIOKafkaConsumer,
+        offsets: AIOKafkaConsumer,
+        partitions: Sequence[TopicPartition],
+        timeout: float,
+    ) -> None:
+        self._tables = tables
+        self._offsets = offsets
+        self._partitions = list(partitions)
+        self._timeout = timeout
+
+    async def read(self, *, to_end: bool, max_records: int) -> list[ConsumerRecord[bytes, bytes]]:
+        """What the tables have fetched so far; with `to_end`, everything up to their end offsets of now.
+
+        Raises TimeoutError when the broker does not answer within the timeout: the caller must not decide the
+        batch then (its records are fetched again after the consumer is rewound)."""
+        tables = self._tables
+        found = [r for batch in (await tables.getmany(timeout_ms=0, max_records=max_records)).values() for r in batch]
+        if not to_end:
+            return found
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        end = await asyncio.wait_for(self._offsets.end_offsets(self._partitions), self._timeout)
+        while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError(f"the inventory tables did not reach their end within {self._timeout}s")
+            fetched = await tables.getmany(*pending, timeout_ms=int(min(left, 0.2) * 1000), max_records=max_records)
+            found.extend(r for batch in fetched.values() for r in batch)
+        return found
+
+    async def probe(self, timeout: float = 2.0) -> None:
+        """Ask the broker for the tables' end offsets: raises TimeoutError or a KafkaError when it does not answer,
+        which is how the processor learns that the broker is out of reach (the consumers only go quiet)."""
+        await asyncio.wait_for(self._offsets.end_offsets(self._partitions), timeout)

@@ -1,0 +1,46 @@
+"""Construction of the processor's Kafka clients, in one place so every client gets the same connection settings."""
+
+from __future__ import annotations
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+from streams.settings import KafkaSettings
+
+__all__ = ["admin_client", "group_consumer", "loose_producer"]
+
+
+def admin_client(kafka: KafkaSettings) -> AIOKafkaAdminClient:
+    """For creating and checking topics."""
+    return AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id=f"{kafka.client_id}-admin")
+
+
+def loose_producer(kafka: KafkaSettings) -> AIOKafkaProducer:
+    """Idempotent, non-transactional: records bound to no task (dead letters of inventory, rejected configs)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        client_id=f"{kafka.client_id}-loose",
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=5,
+        compression_type=kafka.compression(),
+    )
+
+
+def group_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
+    """The consumer-group member reading the subject topics: read_committed, offsets committed only inside the
+    tasks' transactions, co-partitioned inputs assigned by range so one member owns a partition number on every
+    subject topic."""
+    return AIOKafkaConsumer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        client_id=kafka.client_id,
+        group_id=kafka.group_id,
+        group_instance_id=kafka.group_instance_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        session_timeout_ms=kafka.session_timeout_ms,
+        heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+        partition_assignment_strategy=(RangePartitionAssignor,),
+    )

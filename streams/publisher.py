@@ -1,0 +1,98 @@
+"""Publishing one batch: the runtime's hand-overs go into the tasks' transactions as they come, each task
+commits with its consumed offsets, and what no task owns goes out on the loose producer.
+
+The runtime runs in a worker thread while the event loop sends what it has handed over, so the loop keeps
+heartbeating to the group and answering the health probes however long a batch takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from aiokafka import AIOKafkaProducer, TopicPartition
+
+from engine.runtime import Handover, Runtime
+from streams.health import Health
+from streams.kafka.poison import PoisonGuard
+from streams.kafka.tasks import TaskProducers, send_records
+from streams.kafka.transactions import TaskTransactions, let_producers_send
+from streams.metrics import Metrics, OutputTally
+from topics.names import TopicRole
+
+__all__ = ["Publisher"]
+
+Offsets = dict[int, dict[TopicPartition, int]]
+
+
+class Publisher:
+    """Commits batches task by task and keeps the health, poison and metrics bookkeeping of each outcome."""
+
+    def __init__(
+        self,
+        tasks: TaskProducers,
+        topic_of: Callable[[TopicRole], str],
+        task_of: Callable[[str], int],
+        group_id: str,
+        *,
+        metrics: Metrics,
+        health: Health,
+        guard: PoisonGuard,
+    ) -> None:
+        self._tasks = tasks
+        self._topic_of = topic_of
+        self._task_of = task_of
+        self._group_id = group_id
+        self._metrics = metrics
+        self._health = health
+        self._guard = guard
+        self.loose: AIOKafkaProducer | None = None
+        """The non-transactional producer, once started."""
+
+    async def publish(self, runtime: Runtime, chunks: Iterable[Handover], offsets: Offsets) -> list[int]:
+        """Commit each task's records and offsets atomically; returns the tasks whose transaction was aborted,
+        which the caller restores from Kafka. The chunks are always exhausted: the runtime's state moves on
+        with them."""
+        decided = runtime.decided_subjects
+        transactions = TaskTransactions(self._tasks, self._topic_of, self._task_of, self._group_id)
+        pending = dict(offsets)
+        positions = {tp: offset for task_offsets in offsets.values() for tp, offset in task_offsets.items()}
+        handed = iter(chunks)
+        while (chunk := await asyncio.to_thread(next, handed, None)) is not None:
+            self._health.progressed()
+            await transactions.send(chunk.records)
+            if chunk.finished is not None:
+                transactions.finish(chunk.finished, pending.pop(chunk.finished, {}))
+            await let_producers_send()
+        self._metrics.decided.inc(runtime.decided_subjects - decided)
+        for tally in await transactions.commit(pending):
+            self._metrics.transactions.labels("committed").inc()
+            self._metrics.count_produced(tally, self._topic_of)
+        for task in transactions.committed:
+            self._health.failing_tasks.discard(task)
+            self._guard.committed(task, positions)
+        for task, error in sorted(transactions.errors.items()):
+            self._metrics.transactions.labels("aborted").inc()
+            self._health.failing_tasks.add(task)
+            self._guard.aborted(task, error, {tp: at for tp, at in positions.items() if tp.partition == task})
+        if transactions.loose:
+            if self.loose is None:
+                raise RuntimeError("records bound to no task before the loose producer started")
+            await send_records(self.loose, transactions.loose, self._topic_of, self._task_of)
+            loose = OutputTally()
+            loose.add(transactions.loose)
+            self._metrics.count_produced(loose, self._topic_of)
+        return sorted(transactions.errors)
+
+    def engine_timed(self, chunks: Iterator[Handover]) -> Iterator[Handover]:
+        """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
+        spent = 0.0
+        while True:
+            started = time.perf_counter()
+            chunk = next(chunks, None)
+            spent += time.perf_counter() - started
+            if chunk is None:
+                break
+            yield chunk
+        self._metrics.decision_latency.observe(spent)
