@@ -205,7 +205,7 @@ class PrioritizerExplain(TypedDict):
 
 
 class WarningInfo(TypedDict):
-    """A final Warning status (only the AddOn prioritizer produces one)."""
+    """A final Warning status: an expired AddOn score, or a CEL expression stopped at its cost limit."""
 
     plugin: str
     message: str

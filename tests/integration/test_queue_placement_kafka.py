@@ -5,7 +5,7 @@ Submissions go to the submissions topic as `application.submitted` / `applicatio
 on the decisions topic under the same key. A broken reload of the queue configuration file publishes
 `queueconfig.rejected` on the decisions topic (key `QueueConfig/<path>`) and keeps the previous rules.
 Dynamic queues and active applications live in the partition's state, which survives a restart through
-the changelog. Expected results are written out from the spec (spec/queue-placement.md), not computed.
+the changelog. Expected results are written out from the spec (docs/queue-placement.md), not computed.
 """
 
 from __future__ import annotations
