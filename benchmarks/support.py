@@ -10,7 +10,7 @@ from pathlib import Path
 
 from localbroker.testing import session_broker
 
-__all__ = ["kafka_broker", "peak_rss_mib", "percentiles", "print_figures"]
+__all__ = ["kafka_broker", "peak_rss_mib", "percentiles", "print_figures", "print_table"]
 
 
 @contextmanager
@@ -43,3 +43,14 @@ def print_figures(title: str, figures: dict[str, float | str]) -> None:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key.ljust(width)}  {value}")
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Rows under a header, each column padded to its widest cell, so a note can quote the table as it is."""
+    cells = [[str(cell) for cell in row] for row in (header, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    print(f"# {title}")
+    for number, row in enumerate(cells):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        if number == 0:
+            print("  ".join("-" * width for width in widths))

@@ -49,6 +49,10 @@ class Publisher:
         self._guard = guard
         self.loose: AIOKafkaProducer | None = None
         """The non-transactional producer, once started."""
+        self.committed: dict[TopicPartition, int] = {}
+        """The consumed position each subject partition's last committed transaction recorded: after a
+        rebalance the group's committed offsets can lag it until the transaction markers are written (the
+        client cannot ask for stable offsets), so the caller seeks to what it knows it committed."""
 
     async def publish(self, runtime: Runtime, chunks: Iterable[Handover], offsets: Offsets) -> list[int]:
         """Commit each task's records and offsets atomically; returns the tasks whose transaction was aborted,
@@ -72,6 +76,7 @@ class Publisher:
         for task in transactions.committed:
             self._health.failing_tasks.discard(task)
             self._guard.committed(task, positions)
+        self.committed.update((tp, at) for tp, at in positions.items() if tp.partition in transactions.committed)
         for task, error in sorted(transactions.errors.items()):
             self._metrics.transactions.labels("aborted").inc()
             self._health.failing_tasks.add(task)

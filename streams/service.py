@@ -88,6 +88,9 @@ class Processor:
         self.health = Health(self.metrics, settings.liveness_timeout_seconds)
         self._tables_ready = False
         self._assigned_once = False
+        self._assigned_tasks: frozenset[int] = frozenset()
+        self._generation = 0
+        """Assignments taken so far: the loop drops what it polled under an earlier one."""
         self._guard = PoisonGuard(settings.max_task_aborts)
         self._barrier: InventoryBarrier | None = None
         self.partitions = settings.kafka.task_partitions
@@ -127,8 +130,9 @@ class Processor:
 
     @property
     def owned_tasks(self) -> frozenset[int]:
-        """The task partitions this instance owns now."""
-        return self._tasks.owned
+        """The task partitions this instance owns now, each restored (a task being taken over counts once its
+        state is back)."""
+        return self._assigned_tasks
 
     def request_stop(self) -> None:
         """Signal-safe: finish the current batch, then shut down."""
@@ -240,18 +244,33 @@ class Processor:
         self.metrics.rebalances.inc()
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         runtime = self._require_runtime()
+        self._assigned_tasks &= wanted
         for partition in sorted(self._tasks.owned - wanted):
             runtime.forget(self._keys_of(partition))
             await self._tasks.stop(partition)
+        # the inventory as new as the previous owner's, or a restored decision could go back to older inventory
+        self._generation += 1
+        try:
+            barrier = self._require(self._barrier)
+            inventory = await barrier.read(to_end=True, max_records=self.settings.kafka.max_batch_records)
+        except (TimeoutError, KafkaError) as exc:  # the loop's barrier catches up before the next batch
+            log.warning("inventory not caught up before restoring", extra={"error": repr(exc)})
+            inventory = []
+        if inventory:
+            await self._handle(inventory, {})
         # the others' decisions first: re-deciding a restored task counts them in Balance
         started = time.perf_counter()
         count = await self._require(self._peers).follow(wanted)
         self.metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
         log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
+        for partition in sorted(self._tasks.owned & wanted):
+            if await self._resume_kept(partition):
+                await self._take_task(partition)  # another instance had it meanwhile: its state is newer
         for partition in sorted(wanted - self._tasks.owned):
-            await self._take_task(partition, rewind=False)
+            await self._take_task(partition)
         runtime.dead_letter_inventory = 0 in wanted
         self._assigned_once = True
+        self._assigned_tasks = frozenset(wanted)
         self.health.started = self._tables_ready
         self.health.failing_tasks &= wanted
         self.metrics.subjects.set(len(runtime.states))
@@ -259,9 +278,24 @@ class Processor:
         self.metrics.ready.set(1 if self.ready else 0)
         log.info("assignment", extra={"tasks": sorted(wanted)})
 
-    async def _take_task(self, partition: int, *, rewind: bool = True) -> None:
-        """Fence the previous owner, restore state and re-decide. `rewind` moves the consumer back to the
-        committed offsets (after an aborted transaction); a fresh assignment starts there by itself."""
+    async def _resume_kept(self, partition: int) -> bool:
+        """Position a task kept across a rebalance at what this instance committed, which the group's offsets
+        can lag until the transaction markers land; True when the group's are ahead: another instance
+        processed the task meanwhile (this one was taken for dead), so its state must be restored."""
+        consumer = self._require(self._consumer)
+        for topic in self._subject_topics:
+            tp = TopicPartition(topic, partition)
+            known, committed = self._publisher.committed.get(tp), await consumer.committed(tp)
+            if committed is not None and (known is None or committed > known):
+                return True
+            if known is not None:
+                consumer.seek(tp, known)
+        return False
+
+    async def _take_task(self, partition: int) -> None:
+        """Fence the previous owner, position the consumer at the committed offsets, restore state and
+        re-decide. Starting the producer completes the previous owner's last transaction, so the offsets read
+        afterwards include it (read earlier, they could miss it and a committed batch would run twice)."""
         runtime = self._require_runtime()
         runtime.forget(self._keys_of(partition))
         runtime.adopt(lambda key: self._task_of(key) == partition)
@@ -269,13 +303,14 @@ class Processor:
             with attempt:
                 await self._tasks.start(partition)
         consumer = self._require(self._consumer)
-        for topic in self._subject_topics if rewind else ():
+        for topic in self._subject_topics:
             tp = TopicPartition(topic, partition)
             committed = await consumer.committed(tp)
             if committed is None:
                 await seek_to_start(consumer, [tp], self.settings.kafka.session_timeout_ms / 1000)
             else:
                 consumer.seek(tp, committed)
+            self._publisher.committed.pop(tp, None)
         started = time.perf_counter()
         restorer = self._require(self._restorer)
         changelog = TopicPartition(self._names.changelog, partition)
@@ -311,6 +346,7 @@ class Processor:
             if due is not None:
                 wait_ms = max(0, min(wait_ms, int((due - _utcnow()).total_seconds() * 1000) + 1))
             self.health.progressed()
+            generation = self._generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
             subjects, rewind = self._guard.narrow(subjects)
             for tp, offset in rewind:
@@ -329,7 +365,9 @@ class Processor:
             clock = time.monotonic()
             async with self.batch_lock:
                 # a rebalance may have taken partitions since the poll: their records belong to the new owner
-                owned = self._tasks.owned
+                owned = self._tasks.owned if generation == self._generation else frozenset()
+                # records polled before a rebalance are not processed: the assignment positioned every task
+                # at its committed offsets, so they are fetched again (processing them too would run them twice)
                 peers.apply(from_peers, owned)
                 await self._handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
                 if self._queue_file is not None and clock >= next_reload:

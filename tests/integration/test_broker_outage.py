@@ -5,34 +5,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from kafka_support import KafkaWorld, event, http_get, running, values, wait_for
 
 from localbroker.broker import LocalBroker
-from localbroker.fetch import ensure_kafka_libs
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[LocalBroker]:
-    """A broker of this test's own: stopping the session's would pull it from under the other tests."""
-    own = LocalBroker(tmp_path / "broker", ensure_kafka_libs())
-    await own.astart()
-    try:
-        yield own
-    finally:
-        await own.astop()
 
 
 def placement(name: str) -> dict[str, object]:
     return event("placement.applied", {"metadata": {"namespace": "ns", "name": name}})
 
 
-async def test_readiness_follows_the_broker_and_processing_resumes(broker: LocalBroker) -> None:
+async def test_readiness_follows_the_broker_and_processing_resumes(own_broker: LocalBroker) -> None:
+    broker = own_broker
     world = KafkaWorld(broker.bootstrap)
     topics = world.topics
     async with running(world.settings()) as processor:
