@@ -135,7 +135,8 @@ class Processor:
         return self._assigned_tasks
 
     def request_stop(self) -> None:
-        """Signal-safe: finish the current batch, then shut down."""
+        """Signal-safe: finish the current batch, then shut down; not ready from now on."""
+        self.health.stopping = True
         self._stop.set()
 
     async def stop_requested(self) -> None:
