@@ -19,6 +19,7 @@ from engine.inventory import ObjectKey
 from engine.registry import build_engines
 from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from engine.runtime.routing import inventory_key, subject_key_of
+from streams.errors import ServiceError
 from streams.memory import tune_garbage_collector
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
@@ -30,7 +31,7 @@ __all__ = ["ReplayError", "Replayer", "parse_time"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class ReplayError(ValueError):
+class ReplayError(ServiceError, ValueError):
     """An input line cannot be replayed; the message names the line."""
 
 

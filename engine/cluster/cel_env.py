@@ -22,6 +22,7 @@ from celpy.evaluation import Activation, celstr
 
 from engine.cluster.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
 from engine.cluster.cel_functions import EXTENSION_FUNCTIONS
+from engine.errors import EngineError
 from engine.inventory import Inventory
 
 __all__ = [
@@ -56,7 +57,7 @@ _ENV = celpy.Environment()
 _CLUSTER_VARIABLE = "managedCluster"
 
 
-class CelCompileError(ValueError):
+class CelCompileError(EngineError, ValueError):
     """The expression does not compile; the text is the issue list."""
 
 

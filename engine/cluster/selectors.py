@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from engine.errors import EngineError
 from topics.k8s import LabelSelector, LabelSelectorRequirement
 
 __all__ = ["EVERYTHING", "Requirement", "Selector", "SelectorError", "compile_selector", "matches"]
@@ -33,7 +34,7 @@ _VALUE_MSG = (
 _OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
 
 
-class SelectorError(ValueError):
+class SelectorError(EngineError, ValueError):
     """A selector that the Kubernetes library rejects; the text is the library's."""
 
 

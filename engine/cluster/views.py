@@ -19,6 +19,7 @@ from engine.cluster.cel_env import CelProgram, make_functions
 from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.quantity import parse_quantity
 from engine.cluster.selectors import Selector, SelectorError, compile_label_selector, matches
+from engine.errors import EngineError
 from engine.inventory import Inventory
 from topics.inventory import ManagedCluster, ManagedClusterSet
 
@@ -30,7 +31,7 @@ CLUSTERSET_LABEL = "cluster.open-cluster-management.io/clusterset"
 _EXCLUSIVE = ("", "ExclusiveClusterSetLabel")
 
 
-class EvaluationError(Exception):
+class EvaluationError(EngineError):
     """The evaluation cannot run (e.g. an unknown set selectorType): nothing is published (spec C3)."""
 
 

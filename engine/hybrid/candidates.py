@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
+from engine.errors import EngineError
 from engine.hybrid.identity import Ref, sort_refs
 from engine.inventory import Inventory
 from topics.base import KubeObject
@@ -36,7 +37,7 @@ DEPLOYER = "Deployer"
 LOCAL_CLUSTER = "local-cluster"
 
 
-class CandidateError(ValueError):
+class CandidateError(EngineError, ValueError):
     """Candidates cannot be generated (an invalid selector, B4); the rule keeps its state."""
 
 
