@@ -7,6 +7,7 @@ the producer of task p is `<group>-tasks-<p>` on every instance, and starting it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -134,7 +135,11 @@ class TaskProducers:
             max_batch_size=MAX_BATCH_BYTES,
             max_request_size=LARGE_RECORD_BYTES + 65_536,  # room for one whole-state changelog record
         )
-        await producer.start()
+        try:
+            await producer.start()
+        except BaseException:  # e.g. the broker is away: close what was opened, or it leaks at every retry
+            await producer.stop()
+            raise
         self._producers[partition] = producer
         return producer
 
@@ -144,7 +149,12 @@ class TaskProducers:
         if producer is not None:
             await producer.stop()
 
-    async def stop_all(self) -> None:
-        """Stop every producer."""
-        for partition in list(self._producers):
-            await self.stop(partition)
+    async def stop_all(self, timeout: float | None = None) -> None:
+        """Stop every producer, concurrently, each within `timeout` seconds if given (with the broker away a
+        stop can wait for ever); a producer that does not stop in time is left to the process exit."""
+
+        async def bounded(partition: int) -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop(partition), timeout)
+
+        await asyncio.gather(*(bounded(partition) for partition in list(self._producers)))
