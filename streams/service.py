@@ -90,7 +90,11 @@ class Processor:
         self._assigned_once = False
         self._assigned_tasks: frozenset[int] = frozenset()
         self._generation = 0
-        """Assignments taken so far: the loop drops what it polled under an earlier one."""
+        """Assignments taken so far: the loop does not process what it polled while one was taken."""
+        self._stale_tasks: set[int] = set()
+        """Tasks restored but not yet re-decided on inventory read to its end (the loop does it)."""
+        self._positioned: dict[TopicPartition, int] = {}
+        """Where the last assignment put each subject partition's consumer."""
         self._guard = PoisonGuard(settings.max_task_aborts)
         self._barrier: InventoryBarrier | None = None
         self.partitions = settings.kafka.task_partitions
@@ -241,19 +245,12 @@ class Processor:
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         runtime = self._require_runtime()
         self._assigned_tasks &= wanted
+        self._stale_tasks &= wanted
         for partition in sorted(self._tasks.owned - wanted):
             runtime.forget(self._keys_of(partition))
             await self._tasks.stop(partition)
-        # the inventory as new as the previous owner's, or a restored decision could go back to older inventory
         self._generation += 1
-        try:
-            barrier = self._require(self._barrier)
-            inventory = await barrier.read(to_end=True, max_records=self.settings.kafka.max_batch_records)
-        except (TimeoutError, KafkaError) as exc:  # the loop's barrier catches up before the next batch
-            log.warning("inventory not caught up before restoring", extra={"error": repr(exc)})
-            inventory = []
-        if inventory:
-            await self._handle(inventory, {})
+        self._positioned.clear()
         # the others' decisions first: re-deciding a restored task counts them in Balance
         started = time.perf_counter()
         count = await self._require(self._peers).follow(wanted)
@@ -286,6 +283,7 @@ class Processor:
                 return True
             if known is not None:
                 consumer.seek(tp, known)
+                self._positioned[tp] = known
         return False
 
     async def _take_task(self, partition: int) -> None:
@@ -304,8 +302,10 @@ class Processor:
             committed = await consumer.committed(tp)
             if committed is None:
                 await seek_to_start(consumer, [tp], self.settings.kafka.session_timeout_ms / 1000)
+                self._positioned[tp] = await consumer.position(tp)
             else:
                 consumer.seek(tp, committed)
+                self._positioned[tp] = committed
             self._publisher.committed.pop(tp, None)
         started = time.perf_counter()
         restorer = self._require(self._restorer)
@@ -313,7 +313,10 @@ class Processor:
         restorer.assign([changelog])
         await read_to_end(restorer, [changelog], changelog_sink(runtime.restore, "changelog entry"))
         self.metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
-        await self._publish(runtime.redecide_chunks(self._keys_of(partition), _utcnow()), {})
+        # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
+        # owner's, an answer could go back
+        self._stale_tasks.add(partition)
+        self.health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
 
     def _keys_of(self, partition: int) -> list[str]:
         states = self._require_runtime().states
@@ -347,8 +350,10 @@ class Processor:
             subjects, rewind = self._guard.narrow(subjects)
             for tp, offset in rewind:
                 consumer.seek(tp, offset)
+            stale = set(self._stale_tasks)
             try:
-                inventory = await barrier.read(to_end=any(subjects.values()), max_records=kafka.max_batch_records)
+                to_end = bool(stale) or any(subjects.values())
+                inventory = await barrier.read(to_end=to_end, max_records=kafka.max_batch_records)
             except (TimeoutError, KafkaError) as exc:
                 # the batch waits: its records are fetched again once the tables can be read to their end
                 self.health.note_broker(False, exc)
@@ -361,11 +366,17 @@ class Processor:
             clock = time.monotonic()
             async with self.batch_lock:
                 # a rebalance may have taken partitions since the poll: their records belong to the new owner
-                owned = self._tasks.owned if generation == self._generation else frozenset()
-                # records polled before a rebalance are not processed: the assignment positioned every task
-                # at its committed offsets, so they are fetched again (processing them too would run them twice)
+                if generation != self._generation:
+                    self._refetch(consumer, subjects)
+                    subjects = {}
+                owned = self._tasks.owned
                 peers.apply(from_peers, owned)
                 await self._handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
+                if stale:
+                    if generation == self._generation:  # else a task may have been restored again meanwhile
+                        self._stale_tasks -= stale
+                    keys = [key for task in sorted(stale & owned) for key in self._keys_of(task)]
+                    await self._publish(runtime.redecide_chunks(keys, _utcnow()), {})
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self.settings.queue_config_poll_seconds
                     await self._reload_queue_config()
@@ -377,6 +388,15 @@ class Processor:
                 except (TimeoutError, KafkaError) as exc:
                     self.health.note_broker(False, exc)
                 await self.metrics.record_lag(consumer)
+
+    def _refetch(self, consumer: AIOKafkaConsumer, subjects: _Records) -> None:
+        """Records polled while an assignment was taken may have been fetched before it positioned the tasks
+        (processing them could run a committed batch twice) or after (dropping them would lose them): none is
+        processed, and each owned partition goes back to where the assignment put it."""
+        assigned = consumer.assignment()
+        for tp, records in subjects.items():
+            if records and tp in assigned:
+                consumer.seek(tp, self._positioned.get(tp, records[0].offset))
 
     def _rewind(self, consumer: AIOKafkaConsumer, subjects: _Records) -> None:
         for tp, records in subjects.items():
