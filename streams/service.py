@@ -34,7 +34,7 @@ from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import changelog_sink, new_reader, read_to_end, seek_to_start
-from streams.kafka.tasks import TaskProducers, partition_of
+from streams.kafka.tasks import ProducersClosedError, TaskProducers, partition_of
 from streams.memory import tune_garbage_collector
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -236,9 +236,15 @@ class Processor:
 
     # --- assignment and restore -------------------------------------------------------------------
     async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
-        """Keep tasks that stay, drop the ones that went, start and restore the new ones."""
+        """Keep tasks that stay, drop the ones that went, start and restore the new ones (not once stopping:
+        the listener runs in the consumer's own task, which a stop does not cancel)."""
         async with self.batch_lock:
-            await self._reassign(assigned)
+            if self._stop.is_set():
+                return
+            try:
+                await self._reassign(assigned)
+            except ProducersClosedError:
+                log.info("assignment abandoned: the service is stopping")
 
     async def _reassign(self, assigned: Iterable[TopicPartition]) -> None:
         self.metrics.rebalances.inc()
@@ -489,9 +495,22 @@ class Processor:
 
 
 async def _bounded_stop(stop: Callable[[], Awaitable[None]]) -> None:
-    try:
-        await asyncio.wait_for(stop(), _CLIENT_STOP_SECONDS)
-    except TimeoutError:
-        log.warning("a Kafka client did not stop in time; leaving it", extra={"client": str(stop)})
-    except Exception:  # keep stopping the rest
-        log.exception("error during shutdown")
+    """Wait for a client's stop at most `_CLIENT_STOP_SECONDS`, without cancelling it: a stop cut short leaves
+    the client half closed, while one left running finishes if the event loop goes on (and is moot if the
+    process exits)."""
+    task = asyncio.ensure_future(stop())
+    _STOPPING.add(task)
+    task.add_done_callback(_stopped)
+    done, _ = await asyncio.wait({task}, timeout=_CLIENT_STOP_SECONDS)
+    if not done:
+        log.warning("a Kafka client did not stop in time; not waiting for it", extra={"client": str(stop)})
+
+
+_STOPPING: set[asyncio.Future[None]] = set()
+"""Stops still running after their wait ended (a reference keeps them from being collected mid-way)."""
+
+
+def _stopped(task: asyncio.Future[None]) -> None:
+    _STOPPING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("error during shutdown", exc_info=task.exception())

@@ -7,7 +7,6 @@ the producer of task p is `<group>-tasks-<p>` on every instance, and starting it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -16,15 +15,20 @@ from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from engine.runtime import OutputRecord
+from streams.errors import ServiceError
 from streams.settings import KafkaSettings
 from topics.names import LARGE_RECORD_BYTES, TopicRole
 
-__all__ = ["MAX_BATCH_BYTES", "RecordSender", "TaskProducers", "partition_of", "send_records"]
+__all__ = ["MAX_BATCH_BYTES", "ProducersClosedError", "RecordSender", "TaskProducers", "partition_of", "send_records"]
 
 MAX_BATCH_BYTES = 1_048_576
 """aiokafka keeps one produce request in flight per broker and one batch per partition in it, so the batch
 size bounds what a partition moves per round trip: 1 MiB sent a 50 MB change in 229-321 ms where 256 KiB
 took 360-540 ms once warm (4 MiB gained nothing more)."""
+
+
+class ProducersClosedError(ServiceError):
+    """A task producer was asked for after the service began to stop."""
 
 
 def partition_of(key: str, partitions: int) -> int:
@@ -107,6 +111,9 @@ class TaskProducers:
     def __init__(self, kafka: KafkaSettings) -> None:
         self._kafka = kafka
         self._producers: dict[int, AIOKafkaProducer] = {}
+        self._stopping: set[asyncio.Future[None]] = set()
+        self._closed = False
+        """Set by `stop_all`: a rebalance listener still running must not start a producer nobody stops."""
 
     def transactional_id(self, partition: int) -> str:
         """Stable across restarts and instances, so a new owner fences the old one."""
@@ -124,6 +131,8 @@ class TaskProducers:
     async def start(self, partition: int) -> AIOKafkaProducer:
         """Start (or restart) the producer of a task; aborts whatever the previous owner left open."""
         await self.stop(partition)
+        if self._closed:
+            raise ProducersClosedError(f"task {partition}: the service is stopping")
         kafka = self._kafka
         producer = AIOKafkaProducer(
             bootstrap_servers=kafka.bootstrap_servers,
@@ -150,11 +159,12 @@ class TaskProducers:
             await producer.stop()
 
     async def stop_all(self, timeout: float | None = None) -> None:
-        """Stop every producer, concurrently, each within `timeout` seconds if given (with the broker away a
-        stop can wait for ever); a producer that does not stop in time is left to the process exit."""
-
-        async def bounded(partition: int) -> None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop(partition), timeout)
-
-        await asyncio.gather(*(bounded(partition) for partition in list(self._producers)))
+        """Stop every producer concurrently, waiting at most `timeout` seconds if given (with the broker away a
+        stop can wait for ever); a stop still running then goes on, never cut short half way."""
+        self._closed = True
+        stops = {asyncio.ensure_future(self.stop(partition)) for partition in list(self._producers)}
+        self._stopping |= stops
+        for stop in stops:
+            stop.add_done_callback(self._stopping.discard)
+        if stops:
+            await asyncio.wait(stops, timeout=timeout)
