@@ -153,7 +153,10 @@ class TaskTransactions:
 
     async def _abort(self, task: int, error: KafkaError, opened: _Open | None = None) -> None:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""
-        log.error("transaction failed; the task will be restored from Kafka", extra={"task": task, "error": str(error)})
+        log.error(
+            f"transaction failed ({type(error).__name__}); the task will be restored",
+            extra={"task": task, "error": str(error)},
+        )
         self.failed.add(task)
         self.errors[task] = error
         opened = self._open.pop(task, opened)
