@@ -87,7 +87,6 @@ class Processor:
         coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
         self.health = Health(self.metrics, settings.liveness_timeout_seconds)
         self._tables_ready = False
-        self._assigned_once = False
         self._assigned_tasks: frozenset[int] = frozenset()
         self._generation = 0
         """Assignments taken so far: the loop does not process what it polled while one was taken."""
@@ -268,7 +267,6 @@ class Processor:
         for partition in sorted(wanted - self._tasks.owned):
             await self._take_task(partition)
         runtime.dead_letter_inventory = 0 in wanted
-        self._assigned_once = True
         self._assigned_tasks = frozenset(wanted)
         self.health.started = self._tables_ready
         self.health.failing_tasks &= wanted
@@ -363,7 +361,7 @@ class Processor:
             except (TimeoutError, KafkaError) as exc:
                 # the batch waits: its records are fetched again once the tables can be read to their end
                 self.health.note_broker(False, exc)
-                self._rewind(consumer, subjects)
+                self._unpoll(consumer, subjects, {})
                 continue
             from_peers = await peers.poll(kafka.max_batch_records)
             if self._stop.is_set() and subjects:
@@ -373,7 +371,9 @@ class Processor:
             async with self.batch_lock:
                 # a rebalance may have taken partitions since the poll: their records belong to the new owner
                 if generation != self._generation:
-                    self._refetch(consumer, subjects)
+                    # polled while an assignment was taken: fetched before it positioned the tasks (processing
+                    # could run a committed batch twice) or after (dropping would lose them), so none is processed
+                    self._unpoll(consumer, subjects, self._positioned)
                     subjects = {}
                 owned = self._tasks.owned
                 peers.apply(from_peers, owned)
@@ -395,19 +395,14 @@ class Processor:
                     self.health.note_broker(False, exc)
                 await self.metrics.record_lag(consumer)
 
-    def _refetch(self, consumer: AIOKafkaConsumer, subjects: _Records) -> None:
-        """Records polled while an assignment was taken may have been fetched before it positioned the tasks
-        (processing them could run a committed batch twice) or after (dropping them would lose them): none is
-        processed, and each owned partition goes back to where the assignment put it."""
+    @staticmethod
+    def _unpoll(consumer: AIOKafkaConsumer, subjects: _Records, to: dict[TopicPartition, int]) -> None:
+        """Leave polled records unprocessed: each assigned partition goes back to `to`, else to its first polled
+        record, so they are fetched again."""
         assigned = consumer.assignment()
         for tp, records in subjects.items():
             if records and tp in assigned:
-                consumer.seek(tp, self._positioned.get(tp, records[0].offset))
-
-    def _rewind(self, consumer: AIOKafkaConsumer, subjects: _Records) -> None:
-        for tp, records in subjects.items():
-            if records:
-                consumer.seek(tp, records[0].offset)
+                consumer.seek(tp, to.get(tp, records[0].offset))
 
     async def _handle(self, inventory: list[ConsumerRecord[bytes, bytes]], subjects: _Records) -> None:
         runtime = self._require_runtime()
