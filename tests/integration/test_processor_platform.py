@@ -247,6 +247,10 @@ async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(w
             transactional_id=TaskProducers(world.settings().kafka).transactional_id(task),
         )
         await zombie.start()
+        # its producer id is fetched in the background: hold it before "db" is sent, so the processor's
+        # transaction for "db" is fenced
+        async with zombie.transaction():
+            pass
         try:
             await world.produce([applied("db")])
             records = await world.collect(topics.decisions, lambda r: bool(decided(r, "db")), timeout=60)
@@ -254,6 +258,8 @@ async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(w
             await zombie.stop()
         aborted = processor.metrics.registry.get_sample_value("placement_transactions_total", {"outcome": "aborted"})
         assert processor.ready
-    assert aborted == 1
+    # one abort, or two when the zombie's init met an open transaction of the task: the coordinator then
+    # aborts it (a bump) and answers the zombie's retry with another bump, which can fence the restarted producer
+    assert aborted is not None and aborted >= 1
     assert len(decided(records, "db")) == 1, "the aborted attempt is invisible to read_committed readers"
     assert (await world.committed_offsets(topics.submissions))[task] >= 1
