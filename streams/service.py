@@ -15,11 +15,11 @@ import itertools
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from engine.core import SubjectEngine
@@ -28,13 +28,14 @@ from engine.runtime import Handover, InputRecord, Runtime
 from streams.health import Health
 from streams.http import HealthServer
 from streams.kafka.admin import setup_topics
+from streams.kafka.assignment import TaskOwnership
 from streams.kafka.barrier import InventoryBarrier
 from streams.kafka.clients import group_consumer, loose_producer
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
-from streams.kafka.retry import kafka_retrying
-from streams.kafka.tables import changelog_sink, new_reader, read_to_end, seek_to_start
-from streams.kafka.tasks import ProducersClosedError, TaskProducers, partition_of
+from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
+from streams.kafka.tables import new_reader
+from streams.kafka.tasks import TaskProducers, partition_of
 from streams.memory import tune_garbage_collector
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -46,27 +47,11 @@ __all__ = ["Processor"]
 log = logging.getLogger("placement.service")
 
 _Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
-
-
-_CLIENT_STOP_SECONDS = 0.8
-"""Per client at shutdown (they stop concurrently): a stop within about two seconds in all, broker or not."""
+_Client = TypeVar("_Client")
 
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, processor: Processor) -> None:
-        self._processor = processor
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        """Wait for the batch in flight: its transaction commits before the partitions go."""
-        async with self._processor.batch_lock:
-            pass
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self._processor.take_assignment(assigned)
 
 
 class Processor:
@@ -86,14 +71,6 @@ class Processor:
         """Held while a batch or an assignment change runs: aiokafka calls the rebalance listener from its
         coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
         self.health = Health(self.metrics, settings.liveness_timeout_seconds)
-        self._tables_ready = False
-        self._assigned_tasks: frozenset[int] = frozenset()
-        self._generation = 0
-        """Assignments taken so far: the loop does not process what it polled while one was taken."""
-        self._stale_tasks: set[int] = set()
-        """Tasks restored but not yet re-decided on inventory read to its end (the loop does it)."""
-        self._positioned: dict[TopicPartition, int] = {}
-        """Where the last assignment put each subject partition's consumer."""
         self._guard = PoisonGuard(settings.max_task_aborts)
         self._barrier: InventoryBarrier | None = None
         self.partitions = settings.kafka.task_partitions
@@ -124,6 +101,7 @@ class Processor:
         self._restorer: AIOKafkaConsumer | None = None
         self._peers: PeerChangelog | None = None
         self._loose: AIOKafkaProducer | None = None
+        self._ownership: TaskOwnership | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -135,7 +113,7 @@ class Processor:
     def owned_tasks(self) -> frozenset[int]:
         """The task partitions this instance owns now, each restored (a task being taken over counts once its
         state is back)."""
-        return self._assigned_tasks
+        return frozenset() if self._ownership is None else self._ownership.assigned
 
     def request_stop(self) -> None:
         """Signal-safe: finish the current batch, then shut down; not ready from now on."""
@@ -195,7 +173,23 @@ class Processor:
         await self._restorer.start()
         self._consumer = group_consumer(kafka)
         await self._consumer.start()
-        self._consumer.subscribe(self._subject_topics, listener=_Listener(self))
+        self._ownership = TaskOwnership(
+            runtime=self._require_runtime(),
+            tasks=self._tasks,
+            committed=self._publisher.committed,
+            consumer=self._consumer,
+            restorer=_started(self._restorer),
+            peers=_started(self._peers),
+            subject_topics=self._subject_topics,
+            changelog_topic=self._names.changelog,
+            task_of=self._task_of,
+            metrics=self.metrics,
+            health=self.health,
+            batch_lock=self.batch_lock,
+            stopping=self._stop,
+            session_timeout_seconds=kafka.session_timeout_ms / 1000,
+        )
+        self._consumer.subscribe(self._subject_topics, listener=self._ownership.listener())
         await self._loop()
 
     async def _catch_up_tables(self) -> None:
@@ -209,7 +203,6 @@ class Processor:
         inventory_topics = (self._names.cluster_status, self._names.taints)
         self._barrier, count = await InventoryBarrier.catch_up(self.settings.kafka, inventory_topics, apply)
         self.metrics.restore_seconds.labels("inventory").set(time.perf_counter() - started)
-        self._tables_ready = True
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
 
     async def _start_peers(self) -> None:
@@ -227,104 +220,11 @@ class Processor:
         """Stop every client concurrently, each within a bound: with the broker gone, a client's stop can wait
         for ever, and the whole stop must stay within about two seconds."""
         stops = [
-            lambda: self._tasks.stop_all(_CLIENT_STOP_SECONDS * 0.8),
+            lambda: self._tasks.stop_all(CLIENT_STOP_SECONDS * 0.8),
             *(c.stop for c in (self._consumer, self._barrier, self._restorer, self._loose, self._peers) if c),
             http.stop,
         ]
-        await asyncio.gather(*(_bounded_stop(stop) for stop in stops))
-
-    # --- assignment and restore -------------------------------------------------------------------
-    async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
-        """Keep tasks that stay, drop the ones that went, start and restore the new ones (not once stopping:
-        the listener runs in the consumer's own task, which a stop does not cancel)."""
-        async with self.batch_lock:
-            if self._stop.is_set():
-                return
-            try:
-                await self._reassign(assigned)
-            except ProducersClosedError:
-                log.info("assignment abandoned: the service is stopping")
-
-    async def _reassign(self, assigned: Iterable[TopicPartition]) -> None:
-        self.metrics.rebalances.inc()
-        wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
-        runtime = self._require_runtime()
-        self._assigned_tasks &= wanted
-        self._stale_tasks &= wanted
-        for partition in sorted(self._tasks.owned - wanted):
-            runtime.forget(self._keys_of(partition))
-            await self._tasks.stop(partition)
-        self._generation += 1
-        self._positioned.clear()
-        # the others' decisions first: re-deciding a restored task counts them in Balance
-        started = time.perf_counter()
-        count = await self._require(self._peers).follow(wanted)
-        self.metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
-        log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
-        for partition in sorted(self._tasks.owned & wanted):
-            if await self._resume_kept(partition):
-                await self._take_task(partition)  # another instance had it meanwhile: its state is newer
-        for partition in sorted(wanted - self._tasks.owned):
-            await self._take_task(partition)
-        runtime.dead_letter_inventory = 0 in wanted
-        self._assigned_tasks = frozenset(wanted)
-        self.health.started = self._tables_ready
-        self.health.failing_tasks &= wanted
-        self.metrics.subjects.set(len(runtime.states))
-        self.health.progressed()
-        self.metrics.ready.set(1 if self.ready else 0)
-        log.info("assignment", extra={"tasks": sorted(wanted)})
-
-    async def _resume_kept(self, partition: int) -> bool:
-        """Position a task kept across a rebalance at what this instance committed, which the group's offsets
-        can lag until the transaction markers land; True when the group's are ahead: another instance
-        processed the task meanwhile (this one was taken for dead), so its state must be restored."""
-        consumer = self._require(self._consumer)
-        for topic in self._subject_topics:
-            tp = TopicPartition(topic, partition)
-            known, committed = self._publisher.committed.get(tp), await consumer.committed(tp)
-            if committed is not None and (known is None or committed > known):
-                return True
-            if known is not None:
-                consumer.seek(tp, known)
-                self._positioned[tp] = known
-        return False
-
-    async def _take_task(self, partition: int) -> None:
-        """Fence the previous owner, position the consumer at the committed offsets, restore state and
-        re-decide. Starting the producer completes the previous owner's last transaction, so the offsets read
-        afterwards include it (read earlier, they could miss it and a committed batch would run twice)."""
-        runtime = self._require_runtime()
-        runtime.forget(self._keys_of(partition))
-        runtime.adopt(lambda key: self._task_of(key) == partition)
-        async for attempt in kafka_retrying():
-            with attempt:
-                await self._tasks.start(partition)
-        consumer = self._require(self._consumer)
-        for topic in self._subject_topics:
-            tp = TopicPartition(topic, partition)
-            committed = await consumer.committed(tp)
-            if committed is None:
-                await seek_to_start(consumer, [tp], self.settings.kafka.session_timeout_ms / 1000)
-                self._positioned[tp] = await consumer.position(tp)
-            else:
-                consumer.seek(tp, committed)
-                self._positioned[tp] = committed
-            self._publisher.committed.pop(tp, None)
-        started = time.perf_counter()
-        restorer = self._require(self._restorer)
-        changelog = TopicPartition(self._names.changelog, partition)
-        restorer.assign([changelog])
-        await read_to_end(restorer, [changelog], changelog_sink(runtime.restore, "changelog entry"))
-        self.metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
-        # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
-        # owner's, an answer could go back
-        self._stale_tasks.add(partition)
-        self.health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
-
-    def _keys_of(self, partition: int) -> list[str]:
-        states = self._require_runtime().states
-        return [key for key in states if self._task_of(key) == partition]
+        await asyncio.gather(*(bounded_stop(stop) for stop in stops))
 
     def _task_of(self, subject: str) -> int:
         """The task (partition) owning a subject; cached, as murmur2 is pure Python in aiokafka."""
@@ -335,11 +235,8 @@ class Processor:
 
     # --- the loop ---------------------------------------------------------------------------------
     async def _loop(self) -> None:
-        consumer, barrier, peers = (
-            self._require(self._consumer),
-            self._require(self._barrier),
-            self._require(self._peers),
-        )
+        consumer, barrier, peers = _started(self._consumer), _started(self._barrier), _started(self._peers)
+        ownership = _started(self._ownership)
         runtime = self._require_runtime()
         kafka = self.settings.kafka
         next_reload = next_lag = 0.0
@@ -349,12 +246,12 @@ class Processor:
             if due is not None:
                 wait_ms = max(0, min(wait_ms, int((due - _utcnow()).total_seconds() * 1000) + 1))
             self.health.progressed()
-            generation = self._generation
+            generation = ownership.generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
             subjects, rewind = self._guard.narrow(subjects)
             for tp, offset in rewind:
                 consumer.seek(tp, offset)
-            stale = set(self._stale_tasks)
+            stale = set(ownership.stale)
             try:
                 to_end = bool(stale) or any(subjects.values())
                 inventory = await barrier.read(to_end=to_end, max_records=kafka.max_batch_records)
@@ -370,18 +267,18 @@ class Processor:
             clock = time.monotonic()
             async with self.batch_lock:
                 # a rebalance may have taken partitions since the poll: their records belong to the new owner
-                if generation != self._generation:
+                if generation != ownership.generation:
                     # polled while an assignment was taken: fetched before it positioned the tasks (processing
                     # could run a committed batch twice) or after (dropping would lose them), so none is processed
-                    self._unpoll(consumer, subjects, self._positioned)
+                    self._unpoll(consumer, subjects, ownership.positioned)
                     subjects = {}
                 owned = self._tasks.owned
                 peers.apply(from_peers, owned)
                 await self._handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
                 if stale:
-                    if generation == self._generation:  # else a task may have been restored again meanwhile
-                        self._stale_tasks -= stale
-                    keys = [key for task in sorted(stale & owned) for key in self._keys_of(task)]
+                    if generation == ownership.generation:  # else a task may have been restored again meanwhile
+                        ownership.stale -= stale
+                    keys = [key for task in sorted(stale & owned) for key in ownership.keys_of(task)]
                     await self._publish(runtime.redecide_chunks(keys, _utcnow()), {})
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self.settings.queue_config_poll_seconds
@@ -459,7 +356,7 @@ class Processor:
     async def _publish(self, chunks: Iterable[Handover], offsets: dict[int, dict[TopicPartition, int]]) -> None:
         """Publish a batch (see Publisher) and restore from Kafka each task whose transaction was aborted."""
         for task in await self._publisher.publish(self._require_runtime(), chunks, offsets):
-            await self._take_task(task)
+            await _started(self._ownership).take_task(task)
 
     async def _reload_queue_config(self) -> None:
         assert self._queue_file is not None
@@ -482,30 +379,9 @@ class Processor:
             raise RuntimeError("the processor is not started")
         return self.runtime
 
-    @staticmethod
-    def _require(value: Any) -> Any:
-        if value is None:
-            raise RuntimeError("the processor is not started")
-        return value
 
-
-async def _bounded_stop(stop: Callable[[], Awaitable[None]]) -> None:
-    """Wait for a client's stop at most `_CLIENT_STOP_SECONDS`, without cancelling it: a stop cut short leaves
-    the client half closed, while one left running finishes if the event loop goes on (and is moot if the
-    process exits)."""
-    task = asyncio.ensure_future(stop())
-    _STOPPING.add(task)
-    task.add_done_callback(_stopped)
-    done, _ = await asyncio.wait({task}, timeout=_CLIENT_STOP_SECONDS)
-    if not done:
-        log.warning("a Kafka client did not stop in time; not waiting for it", extra={"client": str(stop)})
-
-
-_STOPPING: set[asyncio.Future[None]] = set()
-"""Stops still running after their wait ended (a reference keeps them from being collected mid-way)."""
-
-
-def _stopped(task: asyncio.Future[None]) -> None:
-    _STOPPING.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("error during shutdown", exc_info=task.exception())
+def _started(client: _Client | None) -> _Client:
+    """A client that `run()` creates; None before that."""
+    if client is None:
+        raise RuntimeError("the processor is not started")
+    return client

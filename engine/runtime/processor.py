@@ -28,14 +28,13 @@ from engine.core import (
     SubjectEngine,
 )
 from engine.errors import InvalidStateError, RoutingError
-from engine.inventory import Inventory, InventoryChange, ObjectKey
-from engine.inventory.store import TAINTS_KIND
+from engine.inventory import Inventory, InventoryChange
 from engine.runtime.batch import Batch
 from engine.runtime.changelog import ChangelogMemory, reading_entry
 from engine.runtime.deadletter import dead_letter
+from engine.runtime.inventory_records import apply_inventory_record
 from engine.runtime.records import Handover, Incident, InputRecord, OutputRecord
 from engine.runtime.routing import (
-    inventory_key,
     shown,
     split_changelog_key,
     subject_key_of,
@@ -258,26 +257,8 @@ class Runtime:
 
     # --- internals --------------------------------------------------------------------------------
     def _apply_inventory(self, batch: Batch, record: InputRecord, now: datetime) -> list[InventoryChange]:
-        at = record.timestamp or now
         try:
-            if record.key is None:
-                raise RoutingError("inventory records need a key")
-            key_text = record.key.decode()
-            if record.value is None:
-                if record.topic is TopicRole.TAINTS:
-                    return self.inventory.delete(ObjectKey(TAINTS_KIND, "", key_text), at)
-                return self.inventory.delete(ObjectKey.parse(key_text), at)
-            event = decode_event(record.value, record.topic)
-            named = inventory_key(event)
-            expected = named.name if record.topic is TopicRole.TAINTS else named.record_key()
-            if key_text != expected:
-                raise RoutingError(
-                    f"record key {shown(key_text)} does not match the object it carries ({shown(expected)})"
-                )
-            at = event.time or at
-            if event.kind.name.endswith(".deleted"):
-                return self.inventory.delete(named, at)
-            return self.inventory.apply(event.data, at)  # type: ignore[arg-type]
+            return apply_inventory_record(self.inventory, record, now)
         except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
             if self.dead_letter_inventory:
                 batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=False))

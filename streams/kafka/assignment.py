@@ -1,0 +1,177 @@
+"""Task ownership: which task partitions this instance owns, and taking one over (fence, position, restore).
+
+aiokafka calls the rebalance listener from its coordinator task, concurrently with the poll loop; the batch
+lock keeps an assignment change and a batch apart, so one producer never opens two transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+
+from engine.runtime import Runtime
+from streams.health import Health
+from streams.kafka.peers import PeerChangelog
+from streams.kafka.retry import kafka_retrying
+from streams.kafka.tables import changelog_sink, read_to_end, seek_to_start
+from streams.kafka.tasks import ProducersClosedError, TaskProducers
+from streams.metrics import Metrics
+
+__all__ = ["TaskOwnership"]
+
+log = logging.getLogger("placement.service")
+
+
+class TaskOwnership:
+    """Owns the task partitions the group assigned to this instance and restores each one it takes."""
+
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        tasks: TaskProducers,
+        committed: dict[TopicPartition, int],
+        consumer: AIOKafkaConsumer,
+        restorer: AIOKafkaConsumer,
+        peers: PeerChangelog,
+        subject_topics: list[str],
+        changelog_topic: str,
+        task_of: Callable[[str], int],
+        metrics: Metrics,
+        health: Health,
+        batch_lock: asyncio.Lock,
+        stopping: asyncio.Event,
+        session_timeout_seconds: float,
+    ) -> None:
+        self._runtime = runtime
+        self._tasks = tasks
+        self._committed = committed
+        """What this instance committed per subject partition (the publisher's record)."""
+        self._consumer = consumer
+        self._restorer = restorer
+        self._peers = peers
+        self._subject_topics = subject_topics
+        self._changelog_topic = changelog_topic
+        self._task_of = task_of
+        self._metrics = metrics
+        self._health = health
+        self._batch_lock = batch_lock
+        self._stopping = stopping
+        self._session_timeout_seconds = session_timeout_seconds
+        self.assigned: frozenset[int] = frozenset()
+        """Task partitions owned now, each restored."""
+        self.generation = 0
+        """Assignments taken so far: the loop does not process what it polled while one was taken."""
+        self.stale: set[int] = set()
+        """Tasks restored but not yet re-decided on inventory read to its end (the loop does it)."""
+        self.positioned: dict[TopicPartition, int] = {}
+        """Where the last assignment put each subject partition's consumer."""
+
+    def listener(self) -> ConsumerRebalanceListener:
+        return _Listener(self, self._batch_lock)
+
+    async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
+        """Keep tasks that stay, drop the ones that went, start and restore the new ones (not once stopping:
+        the listener runs in the consumer's own task, which a stop does not cancel)."""
+        async with self._batch_lock:
+            if self._stopping.is_set():
+                return
+            try:
+                await self._reassign(assigned)
+            except ProducersClosedError:
+                log.info("assignment abandoned: the service is stopping")
+
+    async def _reassign(self, assigned: Iterable[TopicPartition]) -> None:
+        self._metrics.rebalances.inc()
+        wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
+        self.assigned &= wanted
+        self.stale &= wanted
+        for partition in sorted(self._tasks.owned - wanted):
+            self._runtime.forget(self.keys_of(partition))
+            await self._tasks.stop(partition)
+        self.generation += 1
+        self.positioned.clear()
+        # the others' decisions first: re-deciding a restored task counts them in Balance
+        started = time.perf_counter()
+        count = await self._peers.follow(wanted)
+        self._metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
+        log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
+        for partition in sorted(self._tasks.owned & wanted):
+            if await self._resume_kept(partition):
+                await self.take_task(partition)  # another instance had it meanwhile: its state is newer
+        for partition in sorted(wanted - self._tasks.owned):
+            await self.take_task(partition)
+        self._runtime.dead_letter_inventory = 0 in wanted
+        self.assigned = frozenset(wanted)
+        self._health.started = True  # the tables were caught up before the group was joined
+        self._health.failing_tasks &= wanted
+        self._metrics.subjects.set(len(self._runtime.states))
+        self._health.progressed()
+        self._metrics.ready.set(1 if self._health.ready() else 0)
+        log.info("assignment", extra={"tasks": sorted(wanted)})
+
+    async def _resume_kept(self, partition: int) -> bool:
+        """Position a task kept across a rebalance at what this instance committed, which the group's offsets
+        can lag until the transaction markers land; True when the group's are ahead: another instance
+        processed the task meanwhile (this one was taken for dead), so its state must be restored."""
+        for topic in self._subject_topics:
+            tp = TopicPartition(topic, partition)
+            known, committed = self._committed.get(tp), await self._consumer.committed(tp)
+            if committed is not None and (known is None or committed > known):
+                return True
+            if known is not None:
+                self._consumer.seek(tp, known)
+                self.positioned[tp] = known
+        return False
+
+    async def take_task(self, partition: int) -> None:
+        """Fence the previous owner, position the consumer at the committed offsets, restore state and
+        re-decide. Starting the producer completes the previous owner's last transaction, so the offsets read
+        afterwards include it (read earlier, they could miss it and a committed batch would run twice)."""
+        runtime, consumer = self._runtime, self._consumer
+        runtime.forget(self.keys_of(partition))
+        runtime.adopt(lambda key: self._task_of(key) == partition)
+        async for attempt in kafka_retrying():
+            with attempt:
+                await self._tasks.start(partition)
+        for topic in self._subject_topics:
+            tp = TopicPartition(topic, partition)
+            committed = await consumer.committed(tp)
+            if committed is None:
+                await seek_to_start(consumer, [tp], self._session_timeout_seconds)
+                self.positioned[tp] = await consumer.position(tp)
+            else:
+                consumer.seek(tp, committed)
+                self.positioned[tp] = committed
+            self._committed.pop(tp, None)
+        started = time.perf_counter()
+        changelog = TopicPartition(self._changelog_topic, partition)
+        self._restorer.assign([changelog])
+        await read_to_end(self._restorer, [changelog], changelog_sink(runtime.restore, "changelog entry"))
+        self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
+        # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
+        # owner's, an answer could go back
+        self.stale.add(partition)
+        self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
+
+    def keys_of(self, partition: int) -> list[str]:
+        return [key for key in self._runtime.states if self._task_of(key) == partition]
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, ownership: TaskOwnership, batch_lock: asyncio.Lock) -> None:
+        self._ownership = ownership
+        self._batch_lock = batch_lock
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        """Wait for the batch in flight: its transaction commits before the partitions go."""
+        async with self._batch_lock:
+            pass
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._ownership.take_assignment(assigned)
