@@ -12,9 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from advisors.common import base_parser, echo, parse_arguments, run_main, serve, start_from_args
-from engine.hybrid.candidates import target_matches
 from topics.k8s import ObjectReference
-from topics.placementrule import RecommendationEntry
+from topics.placementrule import RecommendationEntry, targets_match
 
 __all__ = ["accept", "main", "parse_target", "vetoed"]
 
@@ -29,7 +28,7 @@ def parse_target(text: str) -> ObjectReference:
 
 def vetoed(candidate: ObjectReference, targets: Sequence[ObjectReference]) -> bool:
     """Whether a listed target matches the candidate (with no targets nothing is vetoed)."""
-    return bool(targets) and target_matches(targets, candidate.namespace or "", candidate.name)
+    return bool(targets) and targets_match(targets, candidate.namespace or "", candidate.name)
 
 
 def accept(candidates: Sequence[ObjectReference], targets: Sequence[ObjectReference]) -> list[RecommendationEntry]:

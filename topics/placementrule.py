@@ -6,6 +6,7 @@ A1), so a rule pasted with the documentation's empty keys (`decisionWeight:`) va
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "RecommendationPosted",
     "Reduction",
     "RuleRef",
+    "targets_match",
 ]
 
 PREDICATE = "predicate"
@@ -85,6 +87,14 @@ class PlacementRuleSpec(KubeObject):
     def advisor_names(self) -> list[str]:
         """Distinct advisor names in spec order: who must answer each round (A2, F1)."""
         return list(dict.fromkeys(a.name for a in self.advisors or ()))
+
+
+def targets_match(targets: Sequence[ObjectReference], namespace: str, name: str) -> bool:
+    """Whether a `targets` list lets an object through: an empty list lets everything through, otherwise one
+    entry must match, an empty field of an entry matching anything (B5). Advisors filter the same way."""
+    if not targets:
+        return True
+    return any((not t.name or t.name == name) and (not t.namespace or t.namespace == namespace) for t in targets)
 
 
 class PlacementRuleObjectStatus(KubeObject):

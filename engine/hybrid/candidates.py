@@ -7,7 +7,6 @@ filtered by `targetLabels` and `targets`. The result is sorted so every instance
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
@@ -16,8 +15,7 @@ from engine.hybrid.identity import Ref, sort_refs
 from engine.inventory import Inventory
 from topics.base import KubeObject
 from topics.inventory import Deployer
-from topics.k8s import ObjectReference
-from topics.placementrule import PlacementRuleSpec
+from topics.placementrule import PlacementRuleSpec, targets_match
 
 __all__ = [
     "DEPLOYER",
@@ -27,7 +25,6 @@ __all__ = [
     "Pool",
     "generate",
     "pool_kind",
-    "target_matches",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -78,13 +75,6 @@ def pool_kind(spec: PlacementRuleSpec, inventory: Inventory) -> str:
     return _source(spec, inventory)[0]
 
 
-def target_matches(targets: Sequence[ObjectReference], namespace: str, name: str) -> bool:
-    """B5: an empty list passes everything; otherwise one entry must match (empty fields match anything)."""
-    if not targets:
-        return True
-    return any((not t.name or t.name == name) and (not t.namespace or t.namespace == namespace) for t in targets)
-
-
 def generate(spec: PlacementRuleSpec, inventory: Inventory) -> Pool:
     """The fresh candidate list of a rule; raises CandidateError when `targetLabels` is invalid."""
     try:
@@ -102,7 +92,7 @@ def generate(spec: PlacementRuleSpec, inventory: Inventory) -> Pool:
             continue
         if kind == MANAGED_CLUSTER and name == LOCAL_CLUSTER:
             continue
-        if not matches(selector, _labels(obj)) or not target_matches(targets, namespace, name):
+        if not matches(selector, _labels(obj)) or not targets_match(targets, namespace, name):
             continue
         picked.append(Ref(kind, namespace, name, str(getattr(obj, "api_version", "") or "")))
     return Pool(sort_refs(picked), kind)

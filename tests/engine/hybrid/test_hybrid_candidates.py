@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from hybrid_tables import build_all, labels
 
-from engine.hybrid.candidates import CandidateError, generate, target_matches
+from engine.hybrid.candidates import CandidateError, generate
 from engine.hybrid.identity import Ref, entry_matches, index_entries, sort_refs
 from engine.inventory import Inventory
 from topics.k8s import ObjectReference
-from topics.placementrule import PlacementRuleSpec, RecommendationEntry
+from topics.placementrule import PlacementRuleSpec, RecommendationEntry, targets_match
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -181,7 +181,7 @@ def test_hybrid_candidate_invalid_selector_fails(selector: dict[str, Any]) -> No
 )
 def test_hybrid_target_entry_matching(targets: list[dict[str, str]], namespace: str, name: str, expected: bool) -> None:
     refs = [ObjectReference.model_validate(t) for t in targets]
-    assert target_matches(refs, namespace, name) is expected
+    assert targets_match(refs, namespace, name) is expected
 
 
 CLUSTER = Ref("ManagedCluster", "", "c1", "cluster.open-cluster-management.io/v1")
