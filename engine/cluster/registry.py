@@ -12,8 +12,7 @@ from engine.cluster.framework import ClusterFilter, Prioritizer
 from engine.cluster.plugins.addon import AddOnPrioritizer
 from engine.cluster.plugins.balance import BalancePrioritizer
 from engine.cluster.plugins.predicate import PredicateFilter
-from engine.cluster.plugins.resource_cpu import ResourceAllocatableCPUPrioritizer
-from engine.cluster.plugins.resource_memory import ResourceAllocatableMemoryPrioritizer
+from engine.cluster.plugins.resource import ResourceAllocatablePrioritizer
 from engine.cluster.plugins.steady import SteadyPrioritizer
 from engine.cluster.plugins.taint_toleration import TaintTolerationFilter
 
@@ -25,8 +24,8 @@ FILTERS: tuple[ClusterFilter, ...] = (PredicateFilter(), TaintTolerationFilter()
 BUILTIN_PRIORITIZERS: dict[str, Prioritizer] = {
     BalancePrioritizer.NAME: BalancePrioritizer(),
     SteadyPrioritizer.NAME: SteadyPrioritizer(),
-    ResourceAllocatableCPUPrioritizer.NAME: ResourceAllocatableCPUPrioritizer(),
-    ResourceAllocatableMemoryPrioritizer.NAME: ResourceAllocatableMemoryPrioritizer(),
+    "ResourceAllocatableCPU": ResourceAllocatablePrioritizer("ResourceAllocatableCPU", "cpu"),
+    "ResourceAllocatableMemory": ResourceAllocatablePrioritizer("ResourceAllocatableMemory", "memory"),
 }
 """Built-in prioritizers by `builtIn` name."""
 

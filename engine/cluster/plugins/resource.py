@@ -1,4 +1,5 @@
-"""What the ResourceAllocatable prioritizers share (spec F4, F5): they differ only in the resource they read."""
+"""ResourceAllocatable prioritizers (F4, F5): more allocatable of one resource scores higher. One class serves
+every resource; the registry builds one instance per built-in name (CPU, memory)."""
 
 from __future__ import annotations
 
@@ -16,20 +17,24 @@ __all__ = ["ResourceAllocatablePrioritizer"]
 
 
 class ResourceAllocatablePrioritizer:
-    """Scores allocatable `RESOURCE` between -100 and 100, min-max normalised over the candidates that report
-    it; the others get no score. Subclasses name the resource."""
+    """Scores allocatable `resource` between -100 and 100, min-max normalised over the candidates that report
+    it; the others get no score."""
 
-    NAME: ClassVar[str]
-    RESOURCE: ClassVar[str]
+    NAME: ClassVar[str] = "ResourceAllocatable"
+
+    def __init__(self, name: str, resource: str) -> None:
+        self._name = name
+        self.resource = resource
+        """The key in `status.allocatable` and `status.capacity`, e.g. `cpu`."""
 
     @property
     def name(self) -> str:
-        """F9 name."""
-        return self.NAME
+        """F9 name, e.g. `ResourceAllocatableCPU`."""
+        return self._name
 
     def score(self, ctx: EvalContext, candidates: Ids) -> ScoreResult:
         """Only clusters reporting both allocatable and capacity of the resource are scored."""
-        values = ctx.view.allocatable_values(self.RESOURCE)[candidates]
+        values = ctx.view.allocatable_values(self.resource)[candidates]
         scored = ~np.isnan(values)
         reported = values[scored]
         scores = np.zeros(len(candidates), dtype=np.int64)
@@ -48,8 +53,8 @@ class ResourceAllocatablePrioritizer:
     ) -> bool:
         """A departing candidate moves the others' scores only if it was the last at the low or the high end
         of the range this prioritizer last normalised over (unknown range: it may)."""
-        value = view.allocatable_of(self.RESOURCE).get(cluster)
+        value = view.allocatable_of(self.resource).get(cluster)
         if value is None:
             return False  # it had no score and was not part of the range
-        extent = None if ranges is None else ranges.get(self.NAME)
+        extent = None if ranges is None else ranges.get(self._name)
         return extent is None or not extent.drop(value)
