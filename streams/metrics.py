@@ -61,6 +61,14 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.batch_stage = Histogram(
+            "placement_batch_stage_seconds",
+            "Time per batch in each stage of the loop: waiting for the poll, reading the inventory to its end, the"
+            " engine, sending outputs, committing the task transactions",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.event_age = Histogram(
             "placement_event_age_seconds",
             "Commit time minus record timestamp of consumed subject records",

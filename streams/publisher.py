@@ -59,18 +59,33 @@ class Publisher:
         which the caller restores from Kafka. The chunks are always exhausted: the runtime's state moves on
         with them."""
         decided = runtime.decided_subjects
-        transactions = TaskTransactions(self._tasks, self._topic_of, self._task_of, self._group_id)
+        transactions = TaskTransactions(self._tasks, self._topic_of, self._task_of, self._group_id, offsets)
         pending = dict(offsets)
         positions = {tp: offset for task_offsets in offsets.values() for tp, offset in task_offsets.items()}
         handed = iter(chunks)
-        while (chunk := await asyncio.to_thread(next, handed, None)) is not None:
+        engine = sending = 0.0
+        while True:
+            started = time.perf_counter()
+            chunk = await asyncio.to_thread(next, handed, None)
+            handed_at = time.perf_counter()
+            engine += handed_at - started
+            if chunk is None:
+                break
             self._health.progressed()
             await transactions.send(chunk.records)
             if chunk.finished is not None:
                 transactions.finish(chunk.finished, pending.pop(chunk.finished, {}))
             await let_producers_send()
+            sending += time.perf_counter() - handed_at
         self._metrics.decided.inc(runtime.decided_subjects - decided)
-        for tally in await transactions.commit(pending):
+        started = time.perf_counter()
+        tallies = await transactions.commit(pending)
+        if offsets:  # a batch of consumed records, not a timer or re-decision
+            stages = self._metrics.batch_stage
+            stages.labels("engine").observe(engine)
+            stages.labels("send").observe(sending)
+            stages.labels("commit").observe(time.perf_counter() - started)
+        for tally in tallies:
             self._metrics.transactions.labels("committed").inc()
             self._metrics.count_produced(tally, self._topic_of)
         for task in transactions.committed:

@@ -248,13 +248,17 @@ class Processor:
             self.health.progressed()
             generation = ownership.generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
+            self._observe_queued(subjects)
             subjects, rewind = self._guard.narrow(subjects)
             for tp, offset in rewind:
                 consumer.seek(tp, offset)
             stale = set(ownership.stale)
             try:
                 to_end = bool(stale) or any(subjects.values())
+                started = time.perf_counter()
                 inventory = await barrier.read(to_end=to_end, max_records=kafka.max_batch_records)
+                if to_end:
+                    self.metrics.batch_stage.labels("inventory").observe(time.perf_counter() - started)
             except (TimeoutError, KafkaError) as exc:
                 # the batch waits: its records are fetched again once the tables can be read to their end
                 self.health.note_broker(False, exc)
@@ -291,6 +295,14 @@ class Processor:
                 except (TimeoutError, KafkaError) as exc:
                     self.health.note_broker(False, exc)
                 await self.metrics.record_lag(consumer)
+
+    def _observe_queued(self, subjects: _Records) -> None:
+        """Per polled record, its timestamp to now: producing, the broker, fetching and waiting for the loop."""
+        now_ms = time.time() * 1000
+        queued = self.metrics.batch_stage.labels("queued")
+        for records in subjects.values():
+            for record in records:
+                queued.observe(max(0.0, (now_ms - record.timestamp) / 1000))
 
     @staticmethod
     def _unpoll(consumer: AIOKafkaConsumer, subjects: _Records, to: dict[TopicPartition, int]) -> None:

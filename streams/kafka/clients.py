@@ -43,4 +43,5 @@ def group_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
         session_timeout_ms=kafka.session_timeout_ms,
         heartbeat_interval_ms=kafka.heartbeat_interval_ms,
         partition_assignment_strategy=(RangePartitionAssignor,),
+        fetch_max_wait_ms=kafka.fetch_max_wait_ms,
     )
