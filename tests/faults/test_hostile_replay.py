@@ -1,5 +1,5 @@
 """The whole hostile corpus through `placement-stream replay`: every bad record dead-lettered with a reason that
-names the problem, every good record decided right, no crash, no hang, no record that takes over SLOW_SECONDS.
+names the problem, every good record decided right, no crash, no hang.
 
 Replay runs in a child process (this module run as a script) that reports each line as it finishes, so a record
 that hangs the processor is named and killed instead of blocking the suite; the run then goes on after it, on
@@ -43,10 +43,11 @@ from tests.faults.hostile_corpus import (
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUES = Path(__file__).with_name("hostile_queues.yaml")
-HANG_SECONDS = 10.0
-"""A record still running after this long is a hang: the child is killed and the run resumes after it."""
-SLOW_SECONDS = 5.0
-"""The most one record may take (a hang guard with room for a loaded CI machine, not a benchmark)."""
+HANG_SECONDS = 30.0
+"""A record still running after this long is a hang: the child is killed and the run resumes after it. A guard
+against unbounded work (a backtracking regexp, an expression not stopped by its cost), far above what a bounded
+record takes even on a loaded machine (the costliest, a stopped 1000 x 1000 comprehension, about 1.5 s when
+quiet and 8 s at a load of 7 on 2 cores): speed is measured by the benchmarks, not asserted here."""
 HANGS_PER_CLASS = 4
 """After this many hangs the rest of a class is not run (after one, the rest of its variant is not): bounds the
 time a processor that hangs everywhere costs the suite."""
@@ -294,8 +295,6 @@ def test_each_record_of_the_class_gets_its_outcome(corpus: list[HostileRecord], 
             failures.append((record, replayed.missing[record.index]))
             continue
         problem = verdict(record, report)
-        if problem is None and report["seconds"] > SLOW_SECONDS:
-            problem = f"took {report['seconds']:.1f} s (at most {SLOW_SECONDS} s)"
         if problem is not None:
             failures.append((record, problem))
     assert not failures, summarise(failures, len(records))
