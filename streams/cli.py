@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     schemas = sub.add_parser("schemas", help="write the JSON Schema of every event type")
     schemas.add_argument("--out", type=Path, help="folder for one <type>.schema.json per event (default: stdout)")
 
-    check = sub.add_parser("check-config", help="validate a queue configuration file without running")
+    check = sub.add_parser(
+        "check-config", help="validate a YuniKorn queue configuration file, or its ConfigMap, without running"
+    )
     check.add_argument("file", type=Path)
 
     broker = sub.add_parser("broker", help="local Apache Kafka for development: fetch | start | stop | status")
@@ -216,15 +218,9 @@ def _schemas(args: argparse.Namespace) -> int:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from streams.queueconfig import QueueConfigFile, QueueConfigStartupError
+    from streams.queueconfig import check_config
 
-    try:
-        QueueConfigFile(args.file).load_initial()
-    except QueueConfigStartupError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    print(f"queue configuration {args.file} is valid")
-    return 0
+    return check_config(args.file)
 
 
 def _broker(args: argparse.Namespace) -> int:

@@ -1,8 +1,14 @@
-"""Reading and re-reading the queue configuration file (spec A2-A4): startup errors and reload rules."""
+"""Reading and re-reading the queue configuration file: startup errors, reload rules and `check-config`.
+
+The file is YuniKorn's scheduler configuration (`partitions:`) or the `yunikorn-configs` ConfigMap holding it
+under `data["queues.yaml"]`; which of the two was read is logged and printed by `check-config`.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -13,7 +19,9 @@ from engine.queue.config import load_queue_config
 from engine.runtime import OutputRecord, Runtime
 from streams.errors import ServiceError
 
-__all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload"]
+__all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload", "check_config"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class QueueConfigStartupError(ServiceError):
@@ -38,7 +46,7 @@ class QueueConfigFile:
         self._seen_sha256: str | None = None
 
     def load_initial(self) -> Any:
-        """Read and build the file; any failure is a startup error with the spec's message."""
+        """Read and build the file; any failure is a startup error naming the file."""
         try:
             text = self.path.read_bytes()
         except OSError as exc:
@@ -49,6 +57,8 @@ class QueueConfigFile:
         except (QueueConfigError, UnicodeDecodeError) as exc:
             raise QueueConfigStartupError(f"invalid queue configuration {self.path}: {exc}") from exc
         self.active_sha256 = self._seen_sha256 = digest
+        if config.source:
+            _LOG.info("queue configuration read from a ConfigMap", extra={"path": str(self.path), "key": config.source})
         return config
 
     def poll(self) -> Reload | None:
@@ -78,3 +88,16 @@ class QueueConfigFile:
         if reload.error is not None:
             return reload, runtime.reject_queue_config(str(self.path), reload.error, reload.sha256, now)
         return reload, runtime.set_queue_config(reload.config, now)
+
+
+def check_config(path: Path) -> int:
+    """The `check-config` command: 0 and `queue configuration <file> is valid` on stdout, or 1 and the
+    startup error on stderr. A ConfigMap file names the ConfigMap and key that were read."""
+    try:
+        config = QueueConfigFile(path).load_initial()
+    except QueueConfigStartupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    read_from = f" (read from {config.source})" if config.source else ""
+    print(f"queue configuration {path} is valid{read_from}")
+    return 0

@@ -1,7 +1,7 @@
-"""The queue configuration: load, validate and build every partition's rule set and queue tree (spec A, C-E, L1).
+"""The queue configuration: load, validate and build every partition's rule set and queue tree.
 
 `load_queue_config` is all-or-nothing: it either returns a complete immutable `QueueConfig` or raises
-`QueueConfigError`, so a broken reload can never half-apply (A4).
+`QueueConfigError`, so a broken reload can never half-apply.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 
 from engine.errors import QueueConfigError
 from engine.queue.acl import Acl, parse_acl
+from engine.queue.configmap import unwrap_configmap
 from engine.queue.filters import build_filter
 from engine.queue.names import ROOT, normalize_partition, parent_path
 from engine.queue.rules import RULE_FACTORIES, PlacementRule, RecoveryRule, RuleOptions, RuleSpec
 from engine.queue.state import QueueRecord
-from engine.queue.validate import QueueSpec, check_queues, check_rule, check_static_paths, with_root
+from engine.queue.validate import QueueSpec
+from engine.queue.validator import check_child_template, validate_partition
 from engine.queue.yamlschema import read_config_document
 
 __all__ = ["ConfiguredQueue", "PartitionConfig", "QueueConfig", "build_rule", "load_queue_config"]
@@ -61,7 +63,7 @@ class PartitionConfig:
     """Configured child paths by parent path."""
 
     def describe_rules(self) -> str:
-        """The effective rule list for the activation log line (O2)."""
+        """The effective rule list for the activation log line."""
         return "; ".join(f"#{index} {rule.describe()}" for index, rule in enumerate(self.rules))
 
 
@@ -73,44 +75,16 @@ class QueueConfig:
     sha256: str
     partitions: Mapping[str, PartitionConfig]
     """By canonical (lower-case) partition name."""
+    source: str = ""
+    """Where in the file the configuration was read: empty for a plain file, else the ConfigMap and key."""
 
     def partition(self, name: str) -> PartitionConfig | None:
-        """A partition by name, matched as in A7."""
+        """A partition by name; an empty name and any case of `default` mean `default`."""
         return self.partitions.get(normalize_partition(name))
 
 
-def _strings(raw: Any) -> tuple[str, ...]:
-    return tuple(raw) if isinstance(raw, list) else ()
-
-
-def _rule_spec(raw: Mapping[str, Any] | None) -> RuleSpec:
-    raw = raw or {}
-    filter_raw: Mapping[str, Any] = raw.get("filter") or {}
-    parent = raw.get("parent")
-    return RuleSpec(
-        name=raw.get("name", ""),
-        create=raw.get("create", False),
-        value=raw.get("value", ""),
-        filter_type=filter_raw.get("type", ""),
-        filter_users=_strings(filter_raw.get("users")),
-        filter_groups=_strings(filter_raw.get("groups")),
-        parent=None if parent is None else _rule_spec(parent),
-    )
-
-
-def _queue_spec(raw: Mapping[str, Any] | None) -> QueueSpec:
-    raw = raw or {}
-    return QueueSpec(
-        name=raw.get("name", ""),
-        parent=raw.get("parent", False),
-        children=tuple(_queue_spec(child) for child in raw.get("queues") or ()),
-        submit_acl=raw.get("submitacl", ""),
-        admin_acl=raw.get("adminacl", ""),
-    )
-
-
 def build_rule(spec: RuleSpec) -> PlacementRule:
-    """Build one configured rule with its parents (E3-E7).
+    """Build one configured rule with its parents.
 
     Raises:
         QueueConfigError: an unknown or internal rule name, or bad rule parameters.
@@ -130,25 +104,21 @@ def build_rule(spec: RuleSpec) -> PlacementRule:
 
 
 def _collect_queues(spec: QueueSpec, path: str, into: dict[str, ConfiguredQueue]) -> None:
-    into[path] = ConfiguredQueue(
-        path, QueueRecord(spec.is_parent, parse_acl(spec.submit_acl), parse_acl(spec.admin_acl))
-    )
+    """Create the configured queues, parents before children, as upstream does once the file is validated."""
+    record = QueueRecord(spec.is_parent, parse_acl(spec.submit_acl), parse_acl(spec.admin_acl))
+    check_child_template(spec)
+    into[path] = ConfiguredQueue(path, record)
     for child in spec.children:
         _collect_queues(child, f"{path}.{child.name.lower()}", into)
 
 
-def _build_partition(name: str, raw: Mapping[str, Any]) -> PartitionConfig:
-    if raw.get("queues") is None:
-        raise QueueConfigError("queue config is not set")
-    root = with_root([_queue_spec(item) for item in raw["queues"]])
-    check_queues(root)
-    rule_specs = [_rule_spec(item) for item in raw.get("placementrules") or ()]
-    for spec in rule_specs:
-        check_rule(spec)
-    check_static_paths(rule_specs, root)
-    configured = [build_rule(spec) for spec in rule_specs] or [build_rule(RuleSpec("provided"))]
+def _build_partition(name: str, raw: Mapping[str, Any], root: QueueSpec, rule_specs: list[RuleSpec]) -> PartitionConfig:
+    if root.name != ROOT:
+        # the validator accepts a top-level root in any case, but only `root` itself can be created
+        raise QueueConfigError("partition cannot be created without root queue")
     queues: dict[str, ConfiguredQueue] = {}
     _collect_queues(root, ROOT, queues)
+    configured = [build_rule(spec) for spec in rule_specs] or [build_rule(RuleSpec("provided"))]
     children: dict[str, set[str]] = {}
     for path in queues:
         parent = parent_path(path)
@@ -167,21 +137,14 @@ def _build_partition(name: str, raw: Mapping[str, Any]) -> PartitionConfig:
     )
 
 
-def load_queue_config(text: str, path: str) -> QueueConfig:
-    """Parse, validate and build a whole configuration file.
-
-    Args:
-        text: the file content.
-        path: the file name, kept for events and logs.
-
-    Raises:
-        QueueConfigError: with the error only; callers prefix `invalid queue configuration <file>: `.
-    """
+def _read_partitions(text: str) -> dict[str, PartitionConfig]:
+    """Validate every partition in file order, then build them all: nothing is built from a refused file."""
     document = read_config_document(text)
     raw_partitions = [item or {} for item in document.get("partitions") or ()]
     if not raw_partitions:
         raise QueueConfigError("no partitions defined")
     seen: set[str] = set()
+    validated: list[tuple[str, Mapping[str, Any], QueueSpec, list[RuleSpec]]] = []
     for raw in raw_partitions:
         written: str = raw.get("name", "")
         name = normalize_partition(written)
@@ -189,14 +152,34 @@ def load_queue_config(text: str, path: str) -> QueueConfig:
             shown = "default" if name == "default" else written
             raise QueueConfigError(f"duplicate partition name found with name {shown}")
         seen.add(name)
-    partitions = {
-        normalize_partition(raw.get("name", "")): _build_partition(normalize_partition(raw.get("name", "")), raw)
-        for raw in raw_partitions
-    }
+        root, rule_specs = validate_partition(raw)
+        validated.append((name, raw, root, rule_specs))
+    return {name: _build_partition(name, raw, root, specs) for name, raw, root, specs in validated}
+
+
+def load_queue_config(text: str, path: str) -> QueueConfig:
+    """Parse, validate and build a whole configuration file, or the `queues.yaml` entry of a ConfigMap.
+
+    Args:
+        text: the file content.
+        path: the file name, kept for events and logs.
+
+    Raises:
+        QueueConfigError: with the error only; callers prefix `invalid queue configuration <file>: `. Errors
+            inside a ConfigMap entry start with the ConfigMap and key, as their line numbers count from there.
+    """
+    source = unwrap_configmap(text)
+    try:
+        partitions = _read_partitions(source.text)
+    except QueueConfigError as exc:
+        if source.where:
+            raise QueueConfigError(f"{source.where}: {exc}") from exc
+        raise
     for partition in partitions.values():
         _LOG.info("queue configuration %s partition %s rules: %s", path, partition.name, partition.describe_rules())
     return QueueConfig(
         path=path,
         sha256=hashlib.sha256(text.encode()).hexdigest(),
         partitions=MappingProxyType(partitions),
+        source=source.where,
     )

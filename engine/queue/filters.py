@@ -1,4 +1,4 @@
-"""Rule filters: which users and groups a rule applies to (spec D6-D8, J)."""
+"""Rule filters: which users and groups a rule applies to, allow or deny, by literal names or one RE2 regexp."""
 
 from __future__ import annotations
 
@@ -17,15 +17,20 @@ _LOG = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class NameMatcher:
-    """Either a set of literal names or one unanchored regexp; empty when neither is set."""
+    """Either a set of literal names or one unanchored regexp.
+
+    `written` records whether the file listed any entry at all: a list whose entries were all dropped as
+    invalid names is not empty, it matches nobody (so an allow filter rejects and a deny filter lets through).
+    """
 
     names: frozenset[str] = frozenset()
     pattern: RE2Regexp | None = None
+    written: bool = False
 
     @property
     def empty(self) -> bool:
-        """No names and no regexp."""
-        return not self.names and self.pattern is None
+        """No entries were written in the file."""
+        return not self.written
 
     def matches(self, name: str) -> bool:
         """Literal names match exactly; a regexp is an unanchored RE2 search, not a full match."""
@@ -35,7 +40,11 @@ class NameMatcher:
 
     def describe(self) -> str:
         """Short text for the rule-set log line."""
-        return f"/{self.pattern.pattern}/" if self.pattern is not None else ",".join(sorted(self.names))
+        if self.pattern is not None:
+            return f"/{self.pattern.pattern}/"
+        if self.written and not self.names:
+            return "<nobody>"
+        return ",".join(sorted(self.names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +56,7 @@ class RuleFilter:
     groups: NameMatcher = NameMatcher()
 
     def admits(self, user: str, groups: Sequence[str]) -> bool:
-        """Spec J8: an empty filter gives its type; a match gives the type; no match gives the opposite."""
+        """An empty filter gives its type; a match gives the type; no match gives the opposite."""
         if self.users.empty and self.groups.empty:
             return self.allow
         if self.users.matches(user) or any(self.groups.matches(group) for group in groups):
@@ -64,7 +73,7 @@ ALLOW_EVERYONE = RuleFilter()
 
 
 def check_filter(filter_type: str, users: Sequence[str], groups: Sequence[str]) -> None:
-    """Spec D6-D8: the validator's checks on a filter.
+    """The validator's checks on a filter: its type, and a single entry that must be a name or an RE2 regexp.
 
     Raises:
         QueueConfigError: the type is unknown or a single entry is neither a name nor a regexp.
@@ -83,19 +92,19 @@ def check_filter(filter_type: str, users: Sequence[str], groups: Sequence[str]) 
 
 def _matcher(kind: str, entries: Sequence[str], charset: Callable[[str], bool]) -> NameMatcher:
     if len(entries) == 1 and not charset(entries[0]):
-        return NameMatcher(pattern=compile_re2(entries[0]))
+        return NameMatcher(pattern=compile_re2(entries[0]), written=True)
     names: set[str] = set()
     for entry in entries:
         if charset(entry):
             names.add(entry)
         else:
             _LOG.warning("ignoring filter %s entry %r: not a valid %s name", kind, entry, kind)
-    return NameMatcher(names=frozenset(names))
+    return NameMatcher(names=frozenset(names), written=bool(entries))
 
 
 def build_filter(filter_type: str, users: Sequence[str], groups: Sequence[str]) -> RuleFilter:
-    """Build a validated filter (check_filter ran first): one non-name entry is a regexp (J3), lists are
-    literal names (J4)."""
+    """Build a validated filter (check_filter ran first): one entry outside the name charset is a regexp, a
+    longer list is literal names with the invalid ones dropped."""
     return RuleFilter(
         allow=filter_type.lower() != "deny",
         users=_matcher("user", users, matches_filter_user),

@@ -1,13 +1,15 @@
-"""Configuration checks that run before anything is built (spec D), on the parsed queue and rule specs."""
+"""Configuration checks that run before anything is built, on the parsed queue and rule specs: queue names,
+ACL syntax, each queue's limit list, rule names and filters, and the static paths of fixed rules."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from engine.errors import QueueConfigError
 from engine.queue.acl import check_acl_syntax
 from engine.queue.filters import check_filter
+from engine.queue.limits import LimitSpec, check_limit_list
 from engine.queue.names import INVALID_QUEUE_NAME, ROOT, is_fully_qualified, is_valid_queue_level, is_valid_rule_name
 from engine.queue.rules.base import RuleSpec
 
@@ -18,17 +20,25 @@ _FIXED = "fixed"
 
 @dataclass(frozen=True, slots=True)
 class QueueSpec:
-    """One queue as written in the file (placement-relevant keys only)."""
+    """One queue as written in the file; None marks an absent resource map (upstream tells it from `{}`)."""
 
     name: str
     parent: bool = False
     children: tuple[QueueSpec, ...] = ()
     submit_acl: str = ""
     admin_acl: str = ""
+    guaranteed: Mapping[str, str] | None = None
+    max_resources: Mapping[str, str] | None = None
+    max_applications: int = 0
+    limits: tuple[LimitSpec, ...] = ()
+    template_max_applications: int = 0
+    template_properties: Mapping[str, str] | None = None
+    template_guaranteed: Mapping[str, str] | None = None
+    template_max: Mapping[str, str] | None = None
 
     @property
     def is_parent(self) -> bool:
-        """Spec L1/D11: children or `parent: true` make a parent."""
+        """Children or `parent: true` make a parent."""
         return self.parent or bool(self.children)
 
     def child(self, name: str) -> QueueSpec | None:
@@ -38,22 +48,22 @@ class QueueSpec:
 
 
 def with_root(top_level: Sequence[QueueSpec]) -> QueueSpec:
-    """Spec D1: a single top-level `root` (any case) is the root; anything else goes below an inserted root.
-    Root is always a parent."""
+    """A single top-level `root` (any case) is the root, keeping its settings; anything else goes below an
+    inserted root without any. Root is always a parent."""
     if len(top_level) == 1 and top_level[0].name.lower() == ROOT:
-        given = top_level[0]
-        return QueueSpec(ROOT, True, given.children, given.submit_acl, given.admin_acl)
+        return replace(top_level[0], parent=True)
     return QueueSpec(ROOT, True, tuple(top_level))
 
 
 def check_queues(queue: QueueSpec, level: int = 1) -> None:
-    """Spec D2-D4, depth first after each level's names.
+    """ACLs (admin first), the queue's limit list, then its children's names; depth first after each level.
 
     Raises:
-        QueueConfigError: invalid or duplicate child names, or a malformed ACL.
+        QueueConfigError: a malformed ACL, a broken limit, or invalid or duplicate child names.
     """
-    check_acl_syntax(queue.submit_acl)
     check_acl_syntax(queue.admin_acl)
+    check_acl_syntax(queue.submit_acl)
+    check_limit_list(queue)
     seen: set[str] = set()
     for child in queue.children:
         if not is_valid_queue_level(child.name):
@@ -66,7 +76,7 @@ def check_queues(queue: QueueSpec, level: int = 1) -> None:
 
 
 def check_rule(rule: RuleSpec) -> None:
-    """Spec D5-D8 for a rule and its parents, innermost parent first.
+    """The name and filter of a rule and its parents, innermost parent first.
 
     Raises:
         QueueConfigError: an invalid rule name or filter.
@@ -89,7 +99,7 @@ def _chain(rule: RuleSpec) -> list[RuleSpec]:
 
 
 def _static_path(chain: Sequence[RuleSpec]) -> tuple[str, bool] | None:
-    """The lower-case path of the leading fixed rules and whether a dynamic part follows (D9, D10)."""
+    """The lower-case path of the leading fixed rules and whether a dynamic part follows."""
     if not chain or chain[0].name.lower() != _FIXED:
         return None
     path = ""
@@ -109,7 +119,7 @@ def _static_path(chain: Sequence[RuleSpec]) -> tuple[str, bool] | None:
 
 
 def check_static_paths(rules: Sequence[RuleSpec], root: QueueSpec) -> None:
-    """Spec D9-D11: a chain starting with fixed rules must reference queues that exist or can be created.
+    """A chain starting with fixed rules must reference queues that exist or can be created.
 
     Raises:
         QueueConfigError: the static path is unusable for the rule.

@@ -1,12 +1,13 @@
-"""Strict reading of the queue configuration YAML (spec C).
+"""Strict reading of the queue configuration YAML, as YuniKorn's decoder with known fields only.
 
 The text is composed into nodes with pyyaml's BaseLoader, so no implicit YAML 1.1 typing happens: every
-scalar keeps its literal text (C6), booleans are recognised only as plain scalars (C5), and every mapping
-key is checked against the known keys with its line number (C1).
+scalar keeps its literal text, booleans are recognised only as plain scalars, and every mapping
+key is checked against the known keys with its line number.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,50 @@ __all__ = ["SCHEMA", "read_config_document"]
 _TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"])
 _FALSE = frozenset(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"])
 _NULL = frozenset(("", "~", "null", "Null", "NULL"))
+_UINT64_MAX = (1 << 64) - 1
+_INT_BASES = (("0x", 16), ("0o", 8), ("0b", 2))
+_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_SPECIAL_FLOATS = {
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), float("inf")),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), float("-inf")),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), float("nan")),
+}
+
+
+def _integer(text: str) -> int | None:
+    """An integer literal as Go reads one with base prefixes: `0x1F`, `0o17`, `0b101`, `017` (octal), `-5`."""
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
+    base = 10
+    for prefix, prefix_base in _INT_BASES:
+        if body[:2].lower() == prefix:
+            body, base = body[2:], prefix_base
+            break
+    else:
+        if len(body) > 1 and body[0] == "0":
+            body, base = body[1:], 8
+    if not body or not body.isascii() or not body.isalnum():
+        return None
+    try:
+        return sign * int(body, base)
+    except ValueError:
+        return None
+
+
+def _plain_number(text: str) -> int | float | None:
+    """What a YAML decoder resolves a plain scalar to when it is a number: underscores are dropped, integers
+    (decimal, hex, octal, binary) are tried before floats, and `.inf`/`.nan` are floats."""
+    if text in _SPECIAL_FLOATS:
+        return _SPECIAL_FLOATS[text]
+    if not text or text[0] not in "+-.0123456789":
+        return None
+    plain = text.replace("_", "")
+    integer = _integer(plain)
+    if integer is not None and -(1 << 63) <= integer <= _UINT64_MAX:
+        return integer
+    if not _FLOAT.fullmatch(plain):
+        return None
+    number = float(plain)
+    return None if number in (float("inf"), float("-inf")) else number  # out of range: not a number
 
 
 def _line(node: yaml.Node) -> int:
@@ -50,7 +95,7 @@ class Text(Shape):
 
 
 class Flag(Shape):
-    """A boolean field: plain YAML 1.1 boolean words only (C5)."""
+    """A boolean field: plain YAML 1.1 boolean words only."""
 
     def read(self, key: str, node: yaml.Node) -> Any:
         if _is_plain_null(node):
@@ -64,14 +109,30 @@ class Flag(Shape):
 
 
 class Count(Shape):
-    """A non-negative integer field (`maxapplications`), checked for type only."""
+    """A non-negative integer field (`maxapplications`): a plain YAML number that fits an unsigned 64-bit value
+    (a float is truncated, as a YAML decoder into an unsigned integer does)."""
 
     def read(self, key: str, node: yaml.Node) -> Any:
         if _is_plain_null(node):
             return 0
-        if isinstance(node, yaml.ScalarNode) and node.style is None and node.value.isdigit():
-            return int(node.value)
+        if isinstance(node, yaml.ScalarNode) and node.style is None:
+            value = _plain_number(node.value)
+            if isinstance(value, int) and 0 <= value <= _UINT64_MAX:
+                return value
+            if isinstance(value, float) and 0 <= value <= float(_UINT64_MAX):  # NaN compares false
+                return min(int(value), _UINT64_MAX)
         raise QueueConfigError(f"{key} must be a non-negative integer (line {_line(node)})")
+
+
+class Number(Shape):
+    """A floating-point field (node sort resource weights): a plain YAML number, as a float decoder reads it."""
+
+    def read(self, key: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode) and node.style is None:
+            value = _plain_number(node.value)
+            if value is not None:
+                return float(value)
+        raise QueueConfigError(f"{key} must be a number (line {_line(node)})")
 
 
 class Scalar(Shape):
@@ -99,13 +160,13 @@ class ListOf(Shape):
 
 @dataclass
 class DictOf(Shape):
-    """A mapping with free-form keys (resource names, properties)."""
+    """A mapping with free-form keys (resource names, properties); null stays None, as an absent map."""
 
     value: Shape
 
     def read(self, key: str, node: yaml.Node) -> Any:
         if _is_plain_null(node):
-            return {}
+            return None
         if not isinstance(node, yaml.MappingNode):
             raise QueueConfigError(f"{key} must be a mapping (line {_line(node)})")
         result: dict[str, Any] = {}
@@ -119,7 +180,7 @@ class DictOf(Shape):
 
 @dataclass
 class Struct(Shape):
-    """A mapping with known, case-sensitive keys; anything else is an unknown key (C1)."""
+    """A mapping with known, case-sensitive keys; anything else is an unknown key."""
 
     what: str
     fields: dict[str, Shape] = field(default_factory=dict)
@@ -142,7 +203,7 @@ class Struct(Shape):
 
 
 def _build_schema() -> Struct:
-    text, flag, count, scalar = Text(), Flag(), Count(), Scalar()
+    text, flag, count, scalar, number = Text(), Flag(), Count(), Scalar(), Number()
     resources = Struct("resources", {"guaranteed": DictOf(scalar), "max": DictOf(scalar)})
     limit = Struct(
         "limit",
@@ -182,16 +243,16 @@ def _build_schema() -> Struct:
             "queues": ListOf(queue),
             "placementrules": ListOf(rule),
             "limits": ListOf(limit),
-            "preemption": Struct("preemption", {"enabled": flag}),
-            "nodesortpolicy": Struct("nodesortpolicy", {"type": text, "resourceweights": DictOf(scalar)}),
-            "usergroupresolver": Struct("usergroupresolver", {"type": text, "args": DictOf(scalar)}),
+            "preemption": Struct("preemption", {"enabled": flag, "quotapreemptionenabled": flag}),
+            "nodesortpolicy": Struct("nodesortpolicy", {"type": text, "resourceweights": DictOf(number)}),
+            "usergroupresolver": Struct("usergroupresolver", {"type": text}),
         },
     )
     return Struct("configuration", {"partitions": ListOf(partition), "checksum": text})
 
 
 SCHEMA = _build_schema()
-"""The whole file: `partitions` and `checksum` at the top (C2)."""
+"""The whole file: `partitions` and `checksum` at the top."""
 
 
 def read_config_document(text: str) -> Mapping[str, Any]:

@@ -64,3 +64,56 @@ def test_schemas_writes_one_json_schema_per_event_type(capsys: pytest.CaptureFix
     assert written == {kind.wire_type() for kind in EVENT_KINDS.values()}
     placed = orjson.loads((tmp_path / "application.placed.v1.schema.json").read_bytes())
     assert {"applicationId", "queue"} <= set(placed["properties"])
+
+
+_YUNIKORN = Path(__file__).resolve().parents[1] / "engine" / "queue" / "fixtures" / "yunikorn"
+_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: yunikorn-configs
+data:
+  queues.yaml: |
+    partitions:
+      - name: default
+        queues:
+          - name: root
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "out", "err"),
+    [
+        (_CONFIGMAP.format(extra=""), 0, "is valid (read from ConfigMap yunikorn-configs, data key queues.yaml)", ""),
+        (
+            _CONFIGMAP.format(extra="            resources: {max: {memory: 1}}\n"),
+            1,
+            "",
+            "ConfigMap yunikorn-configs, data key queues.yaml: root queue must not have resource limits set",
+        ),
+        (
+            _CONFIGMAP.replace("queues.yaml: |", "other.yaml: |").format(extra=""),
+            1,
+            "",
+            "ConfigMap yunikorn-configs has no queues.yaml entry in data or binaryData (keys: other.yaml)",
+        ),
+        ((_YUNIKORN / "core-config-queues.yaml").read_text(), 0, "cfg.yaml is valid\n", ""),
+        (
+            (_YUNIKORN / "core-config-limit.yaml").read_text(),
+            1,
+            "",
+            "should not specify only one group limit that is using the wildcard",
+        ),
+        ("partitions:\n  - queues: []\n    nodesortpolicy: {type: random}\n", 1, "", "undefined policy: random"),
+    ],
+)
+def test_check_config_reads_plain_files_and_configmaps(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, code: int, out: str, err: str
+) -> None:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    assert main(["check-config", str(path)]) == code
+    captured = capsys.readouterr()
+    assert out in captured.out
+    assert err in captured.err
+    if code:
+        assert captured.err.startswith(f"invalid queue configuration {path}: ")

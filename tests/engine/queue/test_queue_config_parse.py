@@ -66,6 +66,7 @@ partitions:
         maxapplications: 5
     preemption:
       enabled: true
+      quotapreemptionenabled: false
     nodesortpolicy:
       type: binpacking
       resourceweights: {vcore: 1.0}
@@ -82,17 +83,21 @@ partitions:
         adminacl: admin
         maxapplications: 10
         properties: {application.sort.policy: fifo}
-        resources: {guaranteed: {memory: 1G}, max: {memory: 2G}}
         childtemplate:
           maxapplications: 2
           properties: {a: b}
           resources: {max: {vcore: 1}}
         limits:
-          - limit: one
-            maxapplications: 1
+          - limit: all
+            users: [alice]
+            groups: [dev]
+            maxresources: {memory: 10G}
+            maxapplications: 5
         queues:
           - name: leaf
             parent: false
+            maxapplications: 5
+            resources: {guaranteed: {memory: 1G}, max: {memory: 2G}}
 """
     config = load_queue_config(text, "queues.yaml")
     assert set(config.partitions) == {"default"}

@@ -16,7 +16,6 @@ from engine.queue.rules import FixedRule, ProvidedRule, RecoveryRule, TagRule, U
     ("queues", "expected"),
     [
         ([{"name": "a"}, {"name": "b"}], {"root", "root.a", "root.b"}),
-        ([{"name": "ROOT", "queues": [{"name": "A"}]}], {"root", "root.a"}),
         ([{"name": "root"}, {"name": "x"}], {"root", "root.root", "root.x"}),
         ([], {"root"}),
     ],
@@ -25,6 +24,13 @@ def test_root_is_inserted_unless_given_alone(queues: list[dict[str, Any]], expec
     partition = load(queues).partitions["default"]
     assert set(partition.queues) == expected
     assert partition.queues["root"].parent is True
+
+
+@pytest.mark.parametrize("name", ["ROOT", "Root"])
+def test_a_root_written_in_another_case_cannot_be_created(name: str) -> None:
+    """The validator takes it as the root (nothing is inserted), but only a queue named `root` can be created."""
+    queues = [{"name": name, "queues": [{"name": "a"}]}]
+    assert config_error_of(queues) == "partition cannot be created without root queue"
 
 
 _NAME_ERROR = (

@@ -326,3 +326,25 @@ def test_rejected_applications_are_not_remembered() -> None:
     state, outcome = submit(config, None, queue="q")
     assert isinstance(outcome, Rejected)
     assert state is None
+
+
+@pytest.mark.parametrize(
+    ("first_groups", "second_groups", "second_queue"),
+    [
+        (("dev",), ("ops",), "root.sandbox"),  # upstream's 300 s group cache would still see `dev`
+        (("dev",), (), "root.sandbox"),  # no groups: the user's own name is the only group
+        (("ops",), ("dev",), "root.alice"),
+    ],
+)
+def test_each_submission_is_judged_by_its_own_groups(
+    first_groups: tuple[str, ...], second_groups: tuple[str, ...], second_queue: str
+) -> None:
+    rules = [
+        {"name": "user", "create": True, "filter": {"groups": ["dev"]}},
+        {"name": "fixed", "value": "root.sandbox"},
+    ]
+    config = load(rules=rules)
+    state, _ = submit(config, None, app_id="app-1", user="alice", groups=first_groups)
+    _, outcome = submit(config, state, app_id="app-2", user="alice", groups=second_groups)
+    assert isinstance(outcome, Placed)
+    assert outcome.queue == second_queue

@@ -195,3 +195,47 @@ def test_catastrophic_pattern_is_linear_through_the_engine(kind: str, subject: s
     outcome = submit_once(load(rules=rules), **fields)
     assert isinstance(outcome, Placed), outcome
     assert outcome.queue == queue
+
+
+_SANDBOX = {"name": "fixed", "value": "root.sandbox"}
+
+
+@pytest.mark.parametrize(
+    ("rule_filter", "user", "groups", "queue"),
+    [
+        # valid RE2 that an imitation refused
+        ({"users": ["(?U)a+"]}, "alice", (), "root.alice"),
+        ({"users": ["a(?i)L"]}, "aLice", (), "root.alice"),
+        ({"users": ["a(?i)L"]}, "ALice", (), "root.sandbox"),
+        ({"users": ["(?i)a(?-i)LICE"]}, "aLICE", (), "root.alice"),
+        ({"users": ["(?i)a(?-i)LICE"]}, "alice", (), "root.sandbox"),
+        ({"users": ["(?<n>al)"]}, "alice", (), "root.alice"),
+        ({"users": [r"\p{Lu}"]}, "Alice", (), "root.alice"),
+        ({"users": [r"[\pL]"]}, "alice", (), "root.alice"),
+        ({"users": [r"^\pL+$"]}, "alice", (), "root.alice"),
+        ({"users": [r"^\pL+$"]}, "alice1", (), "root.sandbox"),
+        # regexps that matched differently
+        ({"users": ["^[[:alpha:]]+$"]}, "alice", (), "root.alice"),
+        ({"type": "deny", "groups": ["^.{,3}$"]}, "alice", ("dev",), "root.alice"),  # `{,3}` is literal text
+        ({"type": "deny", "groups": ["^.{,3}$"]}, "alice", ("x{,3}",), "root.sandbox"),
+        # a list whose entries are all dropped matches nobody
+        ({"users": ["bob*", "1bad"]}, "bob", (), "root.sandbox"),
+        ({"users": ["bob*", "1bad"]}, "bobby", (), "root.sandbox"),
+        ({"type": "deny", "users": ["bob*", "1bad"]}, "bob", (), "root.bob"),
+        ({"type": "deny", "groups": ["dev*", "a@b"]}, "alice", ("a@b",), "root.alice"),
+    ],
+)
+def test_issue_classes_place_as_upstream(
+    rule_filter: dict[str, Any], user: str, groups: tuple[str, ...], queue: str
+) -> None:
+    """Each class of difference found against YuniKorn's own placement code, through a whole placement."""
+    rules: list[dict[str, Any]] = [{"name": "user", "create": True, "filter": rule_filter}, _SANDBOX]
+    outcome = submit_once(load(rules=rules), user=user, groups=groups)
+    assert isinstance(outcome, Placed), outcome
+    assert outcome.queue == queue
+
+
+@pytest.mark.parametrize("entry", ["a{1001}", "x{2,1001}", "(?P<n>a)(?P=n)"])
+def test_invalid_re2_in_a_provided_rule_is_a_configuration_error(entry: str) -> None:
+    rules = [{"name": "provided", "filter": {"users": [entry]}}]
+    assert config_error_of(rules=rules) == _NOT_A_REGEXP.format(kind="user", entry=entry)

@@ -263,6 +263,11 @@ def test_dot_replacement_never_applies_to_fixed_values() -> None:
         ("allow", ["bob*", "eve"], [], "bobby", [], False),  # J4 regexps in lists are dropped
         ("allow", ["bob*", "eve"], [], "eve", [], True),
         ("allow", ["bob", "bob"], [], "bob", [], True),  # duplicates collapse
+        ("allow", ["bob*", "1bad"], [], "bob", [], False),  # every entry dropped: a filter matching nobody
+        ("allow", ["bob*", "1bad"], [], "bobby", ["g"], False),
+        ("deny", ["bob*", "1bad"], [], "bob", [], True),
+        ("deny", [], ["a@b", "1g"], "carol", ["a@b"], True),
+        ("allow", [], ["a@b", "1g"], "carol", ["a@b"], False),
         ("allow", ["alice"], ["dev"], "eve", ["ops"], False),  # J8 neither matches
         ("allow", ["alice"], ["dev"], "eve", ["ops", "dev"], True),  # any group in order
         ("deny", ["alice"], ["dev"], "eve", ["ops"], True),
