@@ -19,15 +19,19 @@ from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
 __all__ = [
+    "ConfiguredEngine",
     "CountingEngine",
     "Emit",
     "EngineContext",
     "EngineSettings",
+    "ExplainingEngine",
+    "InventoryAwareEngine",
     "PartedStateEngine",
     "PeerAwareEngine",
     "StatePart",
     "Step",
     "SubjectEngine",
+    "TimedEngine",
 ]
 
 S = TypeVar("S")
@@ -74,8 +78,6 @@ class EngineContext:
     now: datetime
     inventory: Inventory
     settings: EngineSettings = field(default_factory=EngineSettings)
-    queue_config: Any = None
-    """The active queue configuration (engine.queue's parsed form), or None when the service has none."""
     clock: datetime | None = None
     """The batch's clock when it is past `now`: a timer that fell due during a jump runs at its own instant (`now`)
     while the clock already reads the jump's end. Periodic timers schedule their next run from it, so a jump fires
@@ -83,8 +85,9 @@ class EngineContext:
 
 
 class SubjectEngine(Protocol[S]):
-    """One placement engine. Every method is pure apart from the engine's own in-memory indexes
-    (kept in sync through `track`), which exist only to answer `affected_by` without a full scan."""
+    """One placement engine: what every engine does. What only some do is an optional capability below (timed,
+    inventory-aware, configured, parted state, peer-aware, explaining, counting), which the runtime detects.
+    Every method is pure apart from the engine's own in-memory indexes (kept in sync through `track`)."""
 
     KIND: ClassVar[str]
     """Subject-key prefix this engine owns, e.g. `Placement`."""
@@ -103,23 +106,6 @@ class SubjectEngine(Protocol[S]):
         """Re-decide a subject once after a batch; emit only when the published answer changes."""
         ...
 
-    def on_timer(self, key: str, state: S, ctx: EngineContext) -> Step[S]:
-        """The subject's `next_due` instant was reached (ctx.now >= due)."""
-        ...
-
-    def next_due(self, state: S) -> datetime | None:
-        """The next instant this subject needs `on_timer`, held in its state so it survives restarts."""
-        ...
-
-    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
-        """Subject keys an inventory change can affect; they are decided at the end of the batch."""
-        ...
-
-    def on_config(self, key: str, state: S, ctx: EngineContext) -> Step[S]:
-        """A new queue configuration became active (ctx.queue_config); engines that do not use it return
-        `Step(state)`."""
-        ...
-
     def track(self, key: str, state: S | None) -> None:
         """Keep the engine's indexes in step with a subject's state (called on every change and restore)."""
         ...
@@ -130,6 +116,43 @@ class SubjectEngine(Protocol[S]):
 
     def load_state(self, raw: Mapping[str, Any]) -> S:
         """Rebuild state from `dump_state` output; raise engine.errors.InvalidStateError if unreadable."""
+        ...
+
+
+@runtime_checkable
+class TimedEngine(Protocol):
+    """An engine whose subjects need deciding again at instants of their own (a toleration running out, an advisor
+    round's deadline, a periodic resync)."""
+
+    def on_timer(self, key: str, state: Any, ctx: EngineContext) -> Step[Any]:
+        """The subject's `next_due` instant was reached (ctx.now >= due)."""
+        ...
+
+    def next_due(self, state: Any) -> datetime | None:
+        """The next instant this subject needs `on_timer`, held in its state so it survives restarts."""
+        ...
+
+
+@runtime_checkable
+class InventoryAwareEngine(Protocol):
+    """An engine whose decisions read the global inventory (clusters, sets, taints, scores, deployers)."""
+
+    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
+        """Subject keys an inventory change can affect; they are decided at the end of the batch."""
+        ...
+
+
+@runtime_checkable
+class ConfiguredEngine(Protocol):
+    """An engine whose decisions follow a configuration file the service watches (the queue engine's
+    queues.yaml). The engine holds the active configuration, so the runtime and the context stay generic."""
+
+    def configure(self, config: object) -> None:
+        """Make `config` (in the engine's parsed form) the active configuration."""
+        ...
+
+    def on_config(self, key: str, state: Any, ctx: EngineContext) -> Step[Any]:
+        """Adapt one subject to the configuration just made active."""
         ...
 
 

@@ -14,10 +14,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engine.core import Emit
 from engine.errors import QueueConfigError
 from engine.queue.config import load_queue_config
 from engine.runtime import OutputRecord, Runtime
 from streams.errors import ServiceError
+from topics.queue import QueueConfigRejected
 
 __all__ = ["QueueConfigFile", "QueueConfigStartupError", "Reload", "check_config"]
 
@@ -86,8 +88,9 @@ class QueueConfigFile:
         if reload is None:
             return None, []
         if reload.error is not None:
-            return reload, runtime.reject_queue_config(str(self.path), reload.error, reload.sha256, now)
-        return reload, runtime.set_queue_config(reload.config, now)
+            rejected = QueueConfigRejected(path=str(self.path), error=reload.error, sha256=reload.sha256)
+            return reload, runtime.announce(Emit("queueconfig.rejected", rejected, key=f"QueueConfig/{self.path}"), now)
+        return reload, runtime.reconfigure(reload.config, now)
 
 
 def check_config(path: Path) -> int:

@@ -282,10 +282,6 @@ class ClusterPlacementEngine:
 
         return affected_placements(self._index, changes, ctx.inventory, may_change)
 
-    def on_config(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
-        """Queue configurations do not concern cluster placement."""
-        return Step(state)
-
     def track(self, key: str, state: PlacementState | None) -> None:
         """Keep the namespace, score and decision indexes and the Balance counts in step."""
         if state is None:

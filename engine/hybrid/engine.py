@@ -155,10 +155,6 @@ class HybridPlacementEngine:
         """The current round's deadline while advisors are awaited."""
         return state.deadline
 
-    def on_config(self, key: str, state: RuleState, ctx: EngineContext) -> Step[RuleState]:
-        """Queue configuration does not concern hybrid rules."""
-        return Step(state)
-
     # --- indexes ----------------------------------------------------------------------------------
     def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
         """Rules whose pool an inventory change touches (C3): clusters, Deployers of their type, target kinds."""

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
 from typing import Any, ClassVar
 
 from engine.core import Emit, EngineContext, StatePart, Step
 from engine.errors import InvalidStateError
-from engine.inventory import InventoryChange
 from engine.queue.config import PartitionConfig, QueueConfig
 from engine.queue.names import normalize_partition
 from engine.queue.persistent import changed_items, with_item, without_item
@@ -129,6 +127,21 @@ class QueueEngine:
     KIND: ClassVar[str] = "Application"
     EVENTS: ClassVar[frozenset[str]] = frozenset({_SUBMITTED, _COMPLETED})
 
+    def __init__(self, config: QueueConfig | None = None) -> None:
+        self._config = config
+        """The active queue configuration; None: the service has none, and every application is rejected."""
+
+    @property
+    def config(self) -> QueueConfig | None:
+        """The active configuration, for operators' views (explain, tests)."""
+        return self._config
+
+    def configure(self, config: object) -> None:
+        """Make a configuration active (subjects follow through `on_config`); None: no configuration."""
+        if config is not None and not isinstance(config, QueueConfig):
+            raise TypeError(f"the queue engine is configured with a QueueConfig, not {type(config).__name__}")
+        self._config = config
+
     def on_event(
         self, key: str, state: PartitionState | None, event: DecodedEvent, ctx: EngineContext
     ) -> Step[PartitionState]:
@@ -143,7 +156,7 @@ class QueueEngine:
                     "completion of %s names partition %s but key is %s", data.application_id, data.partition, key
                 )
                 return Step(state)
-            new_state, _ = complete(ctx.queue_config, key_partition, state, data.application_id)
+            new_state, _ = complete(self._config, key_partition, state, data.application_id)
             return Step(new_state)
         return Step(state)
 
@@ -164,7 +177,7 @@ class QueueEngine:
             outcome: PlacementOutcome = Rejected(reason)
         else:
             submission = Submission(data.application_id, data.user, tuple(data.groups), data.queue, data.tags)
-            state, outcome = place(ctx.queue_config, partition, state, submission)
+            state, outcome = place(self._config, partition, state, submission)
         if isinstance(outcome, Placed):
             placed = ApplicationPlaced(
                 application_id=data.application_id,
@@ -185,23 +198,12 @@ class QueueEngine:
         """Decisions are made per event, so there is nothing to re-decide."""
         return Step(state)
 
-    def on_timer(self, key: str, state: PartitionState, ctx: EngineContext) -> Step[PartitionState]:
-        """No timers: cleanup is synchronous with completions (M4)."""
-        return Step(state)
-
-    def next_due(self, state: PartitionState) -> datetime | None:
-        """No timers."""
-        return None
-
-    def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
-        """Queue placement does not read the inventory."""
-        return ()
-
     def on_config(self, key: str, state: PartitionState, ctx: EngineContext) -> Step[PartitionState]:
-        """Spec A5/N: a dropped partition forgets its subject; otherwise the queue tree follows the file."""
-        if not isinstance(ctx.queue_config, QueueConfig):
+        """A5/N: a dropped partition forgets its subject; otherwise the queue tree follows the file. Queue
+        placement has no timers (cleanup is synchronous with completions, M4) and reads no inventory."""
+        if self._config is None:
             return Step(state)
-        return Step(apply_config(ctx.queue_config, partition_of_key(key), state))
+        return Step(apply_config(self._config, partition_of_key(key), state))
 
     def track(self, key: str, state: PartitionState | None) -> None:
         """No indexes to keep."""
@@ -246,7 +248,7 @@ class QueueEngine:
 
     def explain(self, key: str, state: PartitionState, ctx: EngineContext) -> dict[str, Any]:
         """What the partition holds and the rule chain the next submission meets; built from state, pure."""
-        return explain_partition(key, state, ctx.queue_config)
+        return explain_partition(key, state, self._config)
 
     def dump_state(self, state: PartitionState) -> dict[str, Any]:
         """The state as JSON (see `dump_partition_state`)."""

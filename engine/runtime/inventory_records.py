@@ -5,20 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 
 from engine.errors import RoutingError
-from engine.inventory import Inventory, InventoryChange, ObjectKey
-from engine.inventory.store import TAINTS_KIND
+from engine.inventory import Inventory, InventoryChange
 from engine.runtime.records import InputRecord
-from engine.runtime.routing import inventory_key, shown
+from engine.runtime.routing import inventory_key, inventory_record_key, named_by_inventory_key, shown
 from topics.codec import decode_event
-from topics.names import TopicRole
 
 __all__ = ["apply_inventory_record"]
 
 
 def apply_inventory_record(inventory: Inventory, record: InputRecord, now: datetime) -> list[InventoryChange]:
     """Apply the record at its event time (else its record time, else `now`); returns what changed.
-
-    The taints table is keyed by the cluster name alone, so its tombstones name no object kind.
 
     Raises:
         PlacementStreamError: the record cannot be read, or its key is not the object it carries.
@@ -28,12 +24,10 @@ def apply_inventory_record(inventory: Inventory, record: InputRecord, now: datet
         raise RoutingError("inventory records need a key")
     key_text = record.key.decode()
     if record.value is None:
-        if record.topic is TopicRole.TAINTS:
-            return inventory.delete(ObjectKey(TAINTS_KIND, "", key_text), at)
-        return inventory.delete(ObjectKey.parse(key_text), at)
+        return inventory.delete(named_by_inventory_key(record.topic, key_text), at)
     event = decode_event(record.value, record.topic)
     named = inventory_key(event)
-    expected = named.name if record.topic is TopicRole.TAINTS else named.record_key()
+    expected = inventory_record_key(record.topic, named)
     if key_text != expected:
         raise RoutingError(f"record key {shown(key_text)} does not match the object it carries ({shown(expected)})")
     at = event.time or at

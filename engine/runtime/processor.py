@@ -17,15 +17,18 @@ from datetime import datetime
 from typing import Any
 
 from engine.core import (
+    ConfiguredEngine,
     CountingEngine,
     Emit,
     EngineContext,
     EngineSettings,
     ExplainingEngine,
+    InventoryAwareEngine,
     PartedStateEngine,
     PeerAwareEngine,
     Step,
     SubjectEngine,
+    TimedEngine,
 )
 from engine.errors import InvalidStateError, RoutingError
 from engine.inventory import Inventory, InventoryChange
@@ -45,7 +48,6 @@ from topics.codec import DecodedEvent, decode_event, encode_event, loads
 from topics.envelope import CONTENT_TYPE
 from topics.errors import Stage, stage_of
 from topics.names import TopicRole
-from topics.queue import QueueConfigRejected
 
 __all__ = ["DECIDE_CHUNK", "Runtime"]
 
@@ -65,14 +67,13 @@ class Runtime:
         self,
         engines: Sequence[SubjectEngine[Any]],
         settings: EngineSettings | None = None,
-        queue_config: Any = None,
+        config: object | None = None,
         *,
         dead_letter_inventory: bool = True,
         task_of: Callable[[str], int] | None = None,
     ) -> None:
         self.inventory = Inventory()
         self.settings = settings or EngineSettings()
-        self.queue_config = queue_config
         self.states: dict[str, Any] = {}
         self.decided_subjects = 0
         """Decisions run so far: one per dirty subject per batch and one per timer fired."""
@@ -89,15 +90,19 @@ class Runtime:
         self._peer_aware: dict[str, PeerAwareEngine] = {
             engine.KIND: engine for engine in engines if isinstance(engine, PeerAwareEngine)
         }
+        self._timed = {engine.KIND: engine for engine in engines if isinstance(engine, TimedEngine)}
+        self._inventory_aware = [engine for engine in engines if isinstance(engine, InventoryAwareEngine)]
+        self._configured = {engine.KIND: engine for engine in engines if isinstance(engine, ConfiguredEngine)}
+        if config is not None:  # the configuration active at start (the service's queue file)
+            for configured in self._configured.values():
+                configured.configure(config)
         self._timers = TimerQueue()
         self._changelog = ChangelogMemory()
 
     # --- context, lookups -------------------------------------------------------------------------
     def context(self, now: datetime, clock: datetime | None = None) -> EngineContext:
         """The engine context at `now`; `clock` is the batch's later clock when a timer runs late (EngineContext)."""
-        return EngineContext(
-            now=now, inventory=self.inventory, settings=self.settings, queue_config=self.queue_config, clock=clock
-        )
+        return EngineContext(now=now, inventory=self.inventory, settings=self.settings, clock=clock)
 
     def engine_for(self, key: str) -> SubjectEngine[Any]:
         """The engine owning a subject key."""
@@ -151,11 +156,12 @@ class Runtime:
                 error = RoutingError(f"the processor does not consume the {record.topic.value} topic")
                 batch.outputs.append(dead_letter(record, Stage.VALIDATE, error, bound_to_task=True))
         if changes:
-            for engine in self._engines.values():
+            for engine in self._inventory_aware:
                 try:
                     affected = engine.affected_by(changes, ctx)
                 except Exception as exc:  # the change itself was applied; only the engine's re-decision is lost
-                    self.incidents.append(Incident(f"{engine.KIND}/*", stage_of(exc, Stage.PROCESS), exc, 0))
+                    kind = self._kind_of(engine)
+                    self.incidents.append(Incident(f"{kind}/*", stage_of(exc, Stage.PROCESS), exc, 0))
                     continue
                 batch.dirty.update(k for k in affected if k in self.states)
         yield from self._finish(batch, ctx)
@@ -173,7 +179,8 @@ class Runtime:
             batch = Batch(f"timer|{key}|{due.isoformat()}")
             ctx = self.context(due, clock=now if now > due else None)
             self.decided_subjects += key in self.states
-            self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_timer(k, s, c))
+            timed = self._timed[subject_kind(key)]  # only timed engines arm timers
+            self._run(batch, key, ctx, lambda _, s, k=key, c=ctx, t=timed: t.on_timer(k, s, c))
             yield from self._finish(batch, ctx, mark_finished=False)
 
     def redecide(self, keys: Iterable[str], now: datetime) -> list[OutputRecord]:
@@ -186,20 +193,23 @@ class Runtime:
         batch.dirty.update(k for k in keys if k in self.states)
         return self._finish(batch, self.context(now))
 
-    def set_queue_config(self, config: Any, now: datetime) -> list[OutputRecord]:
-        """Activate a new queue configuration and let every subject adapt to it."""
-        self.queue_config = config
-        batch = Batch(f"queueconfig|{now.isoformat()}")
+    def reconfigure(self, config: object, now: datetime) -> list[OutputRecord]:
+        """Make a new configuration active in the configured engines and let each of their subjects adapt."""
+        batch = Batch(f"config|{now.isoformat()}")
         ctx = self.context(now)
+        for engine in self._configured.values():
+            engine.configure(config)
         for key in sorted(self.states):
-            self._run(batch, key, ctx, lambda e, s, k=key, c=ctx: e.on_config(k, s, c))
+            configured = self._configured.get(subject_kind(key))
+            if configured is not None:
+                self._run(batch, key, ctx, lambda _, s, k=key, c=ctx, e=configured: e.on_config(k, s, c))
         return _joined(self._finish(batch, ctx))
 
-    def reject_queue_config(self, path: str, error: str, sha256: str, now: datetime) -> list[OutputRecord]:
-        """Publish `queueconfig.rejected`; the active configuration stays."""
-        batch = Batch(f"queueconfig-rejected|{sha256}|{now.isoformat()}")
-        data = QueueConfigRejected(path=path, error=error, sha256=sha256)
-        self._emit(batch, None, Emit("queueconfig.rejected", data, key=f"QueueConfig/{path}"), now)
+    def announce(self, emit: Emit, now: datetime) -> list[OutputRecord]:
+        """Publish one event that belongs to no subject (e.g. a rejected configuration file); `emit.key` names
+        what it is about."""
+        batch = Batch(f"announce|{emit.kind}|{emit.key}|{now.isoformat()}")
+        self._emit(batch, None, emit, now)
         return batch.outputs
 
     # --- state restore and hand-over --------------------------------------------------------------
@@ -401,12 +411,16 @@ class Runtime:
         else:
             self.states[key] = state
         engine.track(key, state)
-        self._timers.arm(key, engine.next_due(state) if state is not None else None)
+        timed = self._timed.get(engine.KIND)
+        self._timers.arm(key, timed.next_due(state) if timed is not None and state is not None else None)
 
     def _write_changelog(self, batch: Batch, key: str) -> None:
         engine = self.engine_for(key)
         state = self.states.get(key)
         batch.outputs += self._changelog.entries(key, state, engine, self._parted.get(engine.KIND))
+
+    def _kind_of(self, engine: object) -> str:
+        return next(kind for kind, known in self._engines.items() if known is engine)
 
 
 def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:

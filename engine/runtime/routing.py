@@ -10,6 +10,7 @@ from engine.inventory.store import TAINTS_KIND
 from topics.codec import DecodedEvent
 from topics.events import ObjectDeleted
 from topics.inventory import ClusterTaintsUpdated
+from topics.names import TopicRole
 from topics.placement import Placement
 from topics.placementrule import PlacementRule, RecommendationPosted
 
@@ -18,6 +19,8 @@ __all__ = [
     "changelog_key",
     "explain_key",
     "inventory_key",
+    "inventory_record_key",
+    "named_by_inventory_key",
     "shown",
     "split_changelog_key",
     "subject_key_of",
@@ -129,3 +132,14 @@ def inventory_key(event: DecodedEvent) -> ObjectKey:
     meta = data.metadata  # type: ignore[attr-defined]
     namespace = "" if kind in ("ManagedCluster", "ManagedClusterSet") else meta.namespace
     return ObjectKey(str(kind), namespace, meta.name)
+
+
+def inventory_record_key(topic: TopicRole, named: ObjectKey) -> str:
+    """The record key an inventory object goes under: its `Kind/[namespace/]name`, except on the taints topic,
+    which is keyed by the cluster name alone (one taint set per cluster)."""
+    return named.name if topic is TopicRole.TAINTS else named.record_key()
+
+
+def named_by_inventory_key(topic: TopicRole, key: str) -> ObjectKey:
+    """The inventory object a record key names (what a tombstone deletes); the inverse of `inventory_record_key`."""
+    return ObjectKey(TAINTS_KIND, "", key) if topic is TopicRole.TAINTS else ObjectKey.parse(key)

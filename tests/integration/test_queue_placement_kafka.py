@@ -15,11 +15,12 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kafka_support import KafkaWorld, Record, event, running, values, wait_for
 
+from engine.queue import QueueEngine
 from streams.service import Processor
 
 pytestmark = pytest.mark.integration
@@ -156,7 +157,7 @@ async def submit(world: KafkaWorld, items: list[tuple[str, dict[str, Any]]], tot
 
 def active_sha(processor: Processor) -> str | None:
     runtime = processor.runtime
-    config = None if runtime is None else runtime.queue_config
+    config = None if runtime is None else cast(QueueEngine, runtime.engine_for("Application/default")).config
     return getattr(config, "sha256", None)
 
 

@@ -12,7 +12,7 @@ from cluster_builders import NOW, World, a_cluster, a_placement, a_world, one_se
 
 from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
 from engine.cluster.engine import DISABLE_ANNOTATION
-from engine.core import Emit, EngineContext, EngineSettings
+from engine.core import ConfiguredEngine, Emit, EngineContext, EngineSettings
 from engine.errors import InvalidStateError
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from topics.codec import decode_event, dump_model, encode_event
@@ -545,8 +545,6 @@ def test_cluster_engine_unknown_set_selector_publishes_nothing() -> None:
     assert driver.engine.next_due(driver.states[key_of(a_placement())]) == NOW + timedelta(seconds=600)
 
 
-def test_cluster_engine_ignores_queue_config() -> None:
-    driver = Driver(one_set_world(*THREE))
-    driver.apply(a_placement())
-    state = driver.states[key_of(a_placement())]
-    assert driver.engine.on_config(key_of(a_placement()), state, driver.ctx()).state is state
+def test_cluster_engine_is_not_configured_by_files() -> None:
+    """A queue configuration reload never reaches cluster placements: the engine has no configuration."""
+    assert not isinstance(Driver(one_set_world(*THREE)).engine, ConfiguredEngine)

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 from queue_testkit import load
 
-from engine.core import EngineContext, SubjectEngine
+from engine.core import ConfiguredEngine, EngineContext, InventoryAwareEngine, SubjectEngine, TimedEngine
 from engine.errors import InvalidStateError
 from engine.inventory import Inventory
 from engine.queue.engine import QueueEngine
@@ -31,7 +31,9 @@ def _event(kind: str, data: BaseModel, key: str = KEY) -> DecodedEvent:
 
 
 def _ctx(config: Any) -> EngineContext:
-    return EngineContext(now=NOW, inventory=Inventory(), queue_config=config)
+    """The context of a call, with `config` made the engine's active configuration (None: none)."""
+    ENGINE.configure(config)
+    return EngineContext(now=NOW, inventory=Inventory())
 
 
 def _submitted(app_id: str = "app-1", **fields: Any) -> DecodedEvent:
@@ -160,11 +162,11 @@ def test_passive_methods_leave_state_alone() -> None:
     state = PartitionState()
     ctx = _ctx(load())
     assert ENGINE.decide(KEY, state, ctx).state is state
-    assert ENGINE.on_timer(KEY, state, ctx).state is state
     assert ENGINE.on_deleted(KEY, state, ctx).state is state
-    assert ENGINE.next_due(state) is None
-    assert tuple(ENGINE.affected_by((), ctx)) == ()
     ENGINE.track(KEY, state)
+    # no timers (cleanup is synchronous with completions) and no inventory: those capabilities are absent
+    assert not isinstance(ENGINE, TimedEngine) and not isinstance(ENGINE, InventoryAwareEngine)
+    assert isinstance(ENGINE, ConfiguredEngine)
 
 
 def test_state_round_trips_through_json() -> None:
@@ -248,7 +250,7 @@ def test_unreadable_state_parts_are_refused(part: str, raw: dict[str, Any]) -> N
 def test_runtime_writes_and_restores_application_entries() -> None:
     """Through the runtime: a batch writes only what it changed, and the entries restore the partition."""
     config = load(rules=[{"name": "provided", "create": True}])
-    runtime = Runtime([QueueEngine()], queue_config=config)
+    runtime = Runtime([QueueEngine()], config=config)
     changelog: list[OutputRecord] = []
     for offset, app in enumerate(("app-1", "app-2")):
         event = _submitted(app, user="alice", queue="root.a.b")
@@ -258,7 +260,7 @@ def test_runtime_writes_and_restores_application_entries() -> None:
     keys = [record.key for record in changelog]
     assert keys == [KEY.encode(), f"{KEY}/apps/app-1".encode(), f"{KEY}/apps/app-2".encode()]
     assert {record.subject for record in changelog} == {KEY}  # routed with the subject, to its partition
-    fresh = Runtime([QueueEngine()], queue_config=config)
+    fresh = Runtime([QueueEngine()], config=config)
     for record in changelog:
         assert record.key is not None
         fresh.restore(record.key.decode(), record.value)

@@ -34,8 +34,8 @@ def _event(kind: str, data: BaseModel) -> DecodedEvent:
 
 
 def _run(config: QueueConfig, events: list[tuple[str, dict[str, Any]]]) -> PartitionState:
-    engine, state = QueueEngine(), None
-    ctx = EngineContext(now=NOW, inventory=Inventory(), queue_config=config)
+    engine, state = QueueEngine(config), None
+    ctx = EngineContext(now=NOW, inventory=Inventory())
     for kind, fields in events:
         model = ApplicationSubmitted if kind == "submitted" else ApplicationCompleted
         state = engine.on_event(KEY, state, _event(f"application.{kind}", model(**fields)), ctx).state
@@ -84,7 +84,7 @@ def test_explain_lists_running_applications_their_queues_and_the_dynamic_queues(
 ) -> None:
     config = load(rules=RULES)
     state = _run(config, events)
-    report = QueueEngine().explain(KEY, state, EngineContext(now=NOW, inventory=Inventory(), queue_config=config))
+    report = QueueEngine(config).explain(KEY, state, EngineContext(now=NOW, inventory=Inventory()))
     assert report["subject"] == KEY and report["partition"] == "default"
     assert report["applications"] == applications
     assert report["queues"] == queues
@@ -107,7 +107,7 @@ def test_explain_says_which_configuration_places_into_the_partition(config: str 
     active = load(rules=RULES)
     state = _run(active, [("submitted", {"application_id": "a1", "user": "bob"})])
     chosen = {None: None, "other-partition": load(rules=RULES, partition="gpu"), "same": active}[config]
-    report = QueueEngine().explain(KEY, state, EngineContext(now=NOW, inventory=Inventory(), queue_config=chosen))
+    report = QueueEngine(chosen).explain(KEY, state, EngineContext(now=NOW, inventory=Inventory()))
     if expected is None:
         assert report["configuration"] is None
         return
@@ -124,7 +124,7 @@ def test_a_queue_dropped_by_a_reload_shows_as_draining_while_it_holds_applicatio
     after = load(queues=STANDARD_QUEUES, rules=[{"name": "provided"}])
     reloaded = apply_config(after, "default", state)
     assert reloaded is not None
-    report = QueueEngine().explain(KEY, reloaded, EngineContext(now=NOW, inventory=Inventory(), queue_config=after))
+    report = QueueEngine(after).explain(KEY, reloaded, EngineContext(now=NOW, inventory=Inventory()))
     assert report["dynamicQueues"]["root.old"] == {"parent": False, "draining": True}
     assert report["queues"] == {"root.old": ["a1"]}
 
@@ -132,7 +132,7 @@ def test_a_queue_dropped_by_a_reload_shows_as_draining_while_it_holds_applicatio
 def test_explain_changes_nothing() -> None:
     config = load(rules=RULES)
     state = _run(config, [("submitted", {"application_id": "a1", "user": "bob"})])
-    ctx = EngineContext(now=NOW, inventory=Inventory(), queue_config=config)
-    first = QueueEngine().explain(KEY, state, ctx)
-    assert QueueEngine().explain(KEY, state, ctx) == first
+    ctx = EngineContext(now=NOW, inventory=Inventory())
+    first = QueueEngine(config).explain(KEY, state, ctx)
+    assert QueueEngine(config).explain(KEY, state, ctx) == first
     assert set(state.applications) == {"a1"}
