@@ -16,7 +16,8 @@
 5. peak RSS: of the engine phase, and of each instance (VmHWM).
 
 Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement [--placements 10000]
-[--clusters 1000] [--namespaces 40] [--instances 1 2] [--task-partitions 6] [--compression zstd] [--no-kafka]`
+[--clusters 1000] [--namespaces 40] [--instances 1 2] [--task-partitions 6] [--compression zstd] [--no-kafka]
+[--spread off|labels|on]`
 (uses $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
 
 from __future__ import annotations
@@ -315,6 +316,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-kafka", action="store_true", help="only the engine phase")
     parser.add_argument(
+        "--spread",
+        choices=("off", "labels", "on"),
+        default="off",
+        help="clusters get topology labels (3 regions x 3 zones) with `labels`, and a fifth of the placements "
+        "spread over them with `on` (the label change then also moves the cluster's zone)",
+    )
+    parser.add_argument(
         "--compression",
         choices=("none", "gzip", "snappy", "lz4", "zstd"),
         default=KafkaSettings().compression_type,
@@ -333,7 +341,15 @@ def main() -> None:
     args = parser.parse_args()
 
     def workload() -> Workload:
-        return Workload(args.placements, args.clusters, args.namespaces, datetime.now(UTC), seed=args.seed)
+        return Workload(
+            args.placements,
+            args.clusters,
+            args.namespaces,
+            datetime.now(UTC),
+            seed=args.seed,
+            topology=args.spread != "off",
+            spread=args.spread == "on",
+        )
 
     figures, targets, heaviest = engine_only(workload())
     print_figures("cluster placement: engine only (pure Runtime, no I/O)", figures)

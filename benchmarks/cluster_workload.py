@@ -1,7 +1,8 @@
 """The cluster placement benchmark's workload: a deterministic fleet and placements that use every feature.
 
 Exclusive and label-selector sets, bindings per namespace, taints of every effect, label/claim/CEL
-predicates, numberOfClusters, resource prioritizers, tolerations and decision groups.
+predicates, numberOfClusters, resource prioritizers, tolerations and decision groups; optionally topology
+labels (3 regions x 3 zones) and a fifth of the placements spread over them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ GPU_SET = "gpu"  # a LabelSelector set: every cluster labelled gpu=true, whateve
 REGIONS = ("us-east", "us-west", "eu-west", "eu-central", "ap-south", "ap-east")
 ENVS = ("prod", "prod", "staging", "dev")
 PLATFORMS = ("AWS", "GCP", "Azure", "OpenStack")
+TOPOLOGY_REGION = "topology.kubernetes.io/region"
+TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+TOPOLOGY_REGIONS = ("north", "centre", "south")
+TOPOLOGY_ZONES = ("a", "b", "c")
 CEL_POOL = (
     'managedCluster.metadata.labels["tier"] == "gold"',
     'managedCluster.status.clusterClaims.exists(c, c.name == "kubeversion.open-cluster-management.io"'
@@ -56,6 +61,10 @@ class Workload:
     namespaces: int
     now: datetime
     seed: int = 7
+    topology: bool = False
+    """Clusters carry topology region and zone labels (3 x 3, by index), and a label change also moves the zone."""
+    spread: bool = False
+    """Every fifth placement spreads over the topology labels (which `spread` turns on as well)."""
     cluster_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     cluster_status: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -125,6 +134,10 @@ class Workload:
             }
             if rng.random() < 0.1:
                 labels["gpu"] = "true"
+            if self.topology or self.spread:  # by index, not from rng: the rest of the workload stays the same
+                region = TOPOLOGY_REGIONS[i % len(TOPOLOGY_REGIONS)]
+                labels[TOPOLOGY_REGION] = region
+                labels[TOPOLOGY_ZONE] = f"{region}-{TOPOLOGY_ZONES[(i // len(TOPOLOGY_REGIONS)) % len(TOPOLOGY_ZONES)]}"
             self.cluster_labels[name] = labels
             yield TopicRole.CLUSTER_STATUS, f"ManagedCluster/{name}", self.clusterevent(name, labels, rng)
             roll = rng.random()
@@ -203,13 +216,27 @@ class Workload:
                 spec["tolerations"] = [toleration]
             if rng.random() < 0.1:
                 spec["decisionStrategy"] = {"groupStrategy": {"clustersPerDecisionGroup": "25%"}}
+            if self.spread and i % 5 == 0:
+                spec["spreadPolicy"] = self._spread_policy(i)
             data = {"metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
             yield TopicRole.SUBMISSIONS, f"Placement/{namespace}/{name}", event("placement.applied", data, self.now)
 
+    @staticmethod
+    def _spread_policy(i: int) -> dict[str, Any]:
+        """Region then zone; every other spreading placement holds its zones within one of each other."""
+        zone: dict[str, Any] = {"topologyKey": TOPOLOGY_ZONE, "topologyKeyType": "Label"}
+        if (i // 5) % 2 == 0:
+            zone |= {"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}
+        return {"spreadConstraints": [{"topologyKey": TOPOLOGY_REGION, "topologyKeyType": "Label"}, zone]}
+
     def relabelled(self, name: str) -> Item:
-        """The cluster with another region label (same status as before apart from labels)."""
+        """The cluster with another region label, and with topology labels another zone of its topology region
+        (same status as before apart from labels)."""
         labels = dict(self.cluster_labels[name])
         labels["region"] = REGIONS[(REGIONS.index(labels["region"]) + 1) % len(REGIONS)]
+        if TOPOLOGY_ZONE in labels:
+            region, zone = labels[TOPOLOGY_REGION], labels[TOPOLOGY_ZONE][-1]
+            labels[TOPOLOGY_ZONE] = f"{region}-{TOPOLOGY_ZONES[(TOPOLOGY_ZONES.index(zone) + 1) % len(TOPOLOGY_ZONES)]}"
         self.cluster_labels[name] = labels
         return TopicRole.CLUSTER_STATUS, f"ManagedCluster/{name}", self.clusterevent(name, labels, random.Random())
 

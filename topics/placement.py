@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictInt, StrictStr, model_validator
 from typing_extensions import TypedDict
 
 from topics.base import EventData, KubeObject
@@ -137,7 +137,8 @@ class DecisionStrategy(KubeObject):
 
 
 class PlacementSpec(KubeObject):
-    """Placement spec; `spreadPolicy`, `sortBy` and `scoreRateLimit` are accepted and ignored (spec M)."""
+    """Placement spec; `spreadPolicy` is read by the engine (section S), `sortBy` and `scoreRateLimit` are accepted
+    and ignored (M)."""
 
     cluster_sets: list[str] = Field(default_factory=list)
     number_of_clusters: int | None = None
@@ -193,7 +194,7 @@ class DecisionGroupStatus(TypedDict):
     decisionGroupIndex: int
     decisionGroupName: str
     decisions: list[str]
-    clustersCount: int
+    clusterCount: int
 
 
 class PrioritizerExplain(TypedDict):
@@ -233,3 +234,22 @@ class PlacementDecided(EventData):
     """Explain only (spec K4): each enabled prioritizer in order, with its raw scores."""
     filtered_by: dict[str, str] | None = None
     """Explain only (spec K4): available cluster -> the filter that removed it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_group_count_name(cls, data: Any) -> Any:
+        """Events written before the group count took upstream's name `clusterCount` said `clustersCount`; they
+        stay on the compacted decisions topic, so a reader still accepts them (and sees `clusterCount`)."""
+        groups = data.get("decisionGroups") if isinstance(data, dict) else None
+        if not isinstance(groups, list) or not any(isinstance(g, dict) and _OLD_COUNT in g for g in groups):
+            return data
+        renamed = [
+            {("clusterCount" if k == _OLD_COUNT else k): v for k, v in g.items()}
+            if isinstance(g, dict) and "clusterCount" not in g
+            else g
+            for g in groups
+        ]
+        return {**data, "decisionGroups": renamed}
+
+
+_OLD_COUNT = "clustersCount"

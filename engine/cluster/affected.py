@@ -3,8 +3,10 @@
 A cluster or taint change that keeps the cluster in the same sets is narrowed further, placement by placement:
 only the inputs the pipeline reads from one cluster matter (its labels and claims for predicates and groups,
 its taints for the taint filter, allocatable and capacity for the resource prioritizers, the deletion mark
-for availability, and anything for CEL). A placement for which the cluster passes the filters before and
-after, with the same scoring inputs, computes the same answer and is not re-decided, even if it holds it.
+for availability, the values of its spread topology keys, and anything for CEL). A placement for which the
+cluster passes the filters before and after, with the same scoring inputs and the same topologies, computes the
+same answer and is not re-decided, even if it holds it. Spread makes every candidate matter to the others: a
+candidate that moves to another topology, or joins or leaves the topologies, can move any pick.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from engine.cluster.framework import ValueRange
 from engine.cluster.indexes import PlacementIndex
 from engine.cluster.plugins.taint_toleration import taint_outcome
 from engine.cluster.selectors import SelectorError, compile_label_selector, matches
+from engine.cluster.spread.terms import has_terms
 from engine.cluster.views import CLUSTERSET_LABEL, InventoryView
-from engine.cluster.weights import plan_prioritizers
+from engine.cluster.weights import plan_prioritizers, spread_weight
 from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
 from topics.inventory import ManagedCluster, ManagedClusterSetBinding, Taint
@@ -114,6 +117,16 @@ def answer_may_change(
         if passed[0] and (before[1] or after[1]):
             return True  # a toleration runs out: the placement's timer moves
         passed = (passed[0] and before[0], passed[1] and after[0])
+    spread = compiled.spread
+    terms = spread.read(spread_weight(plan_prioritizers(placement.spec.prioritizer_policy, spread.declared)))
+    if terms:  # the cluster's topology path, as far as the spread reads it
+        paths = (spread.path(*delta.before, terms), spread.path(*delta.after, terms))
+        depth = spread.hard_depth
+        passed = (passed[0] and len(paths[0]) > depth, passed[1] and len(paths[1]) > depth)
+        if passed[0] and passed[1] and paths[0] != paths[1]:
+            return True  # a candidate moved to another topology: the counts of every pick change
+        if passed[0] != passed[1]:
+            return True  # a candidate forms a topology, or stops forming one
     if passed[0] == passed[1]:
         return holds and not passed[0]  # passing on both sides with the same inputs; a stale holder must let go
     # the cluster starts or stops being a candidate: it may be selected, or it leaves a decision, or its
@@ -126,7 +139,7 @@ def leaving_moves_others(
 ) -> bool:
     """Whether `cluster` leaving the candidates can change the answer of a placement that does not hold it:
     asked of every enabled prioritizer (`ranges`: from the placement's last evaluation)."""
-    planned, status = plan_prioritizers(placement.spec.prioritizer_policy)
+    planned, status = plan_prioritizers(placement.spec.prioritizer_policy, has_terms(placement.spec.spread_policy))
     if status.failed:
         return True
     return any(entry.prioritizer.leaving_matters(view, now, cluster, ranges) for entry in planned)

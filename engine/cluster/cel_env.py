@@ -1,9 +1,9 @@
 """The CEL environment of cluster predicates (spec C11–C16), on top of cel-python.
 
-cel-python resolves functions only at run time, so compilation here also walks the syntax tree and rejects
-any function outside the documented set: the result matches a type-checking environment that declares
-exactly those functions. Evaluation is charged as cel-go's cost tracker charges (`cel_cost`) and a runaway
-expression is stopped at upstream's limits; a stopped evaluation, like any runtime error, means "no match".
+cel-python resolves names and functions only at run time, so compilation here also checks the syntax tree as
+cel-go's parser and type checker do (`cel_check`): an expression cel-go refuses is a compile error here too.
+Evaluation is charged as cel-go's cost tracker charges (`cel_cost`) and a runaway expression is stopped at
+upstream's limits; a stopped evaluation, like any runtime error, means "no match".
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, celstr
 
+from engine.cluster.cel_check import MAX_CODE_POINTS, check, limits, normalize
 from engine.cluster.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
+from engine.cluster.cel_decls import OVERLOADS
 from engine.cluster.cel_functions import EXTENSION_FUNCTIONS
 from engine.errors import EngineError
 from engine.inventory import Inventory
@@ -40,18 +42,10 @@ EXPRESSION_LIMIT = 1_000_000
 PER_CLUSTER_LIMIT = 10_000_000
 """Cost units over all expressions of one selector on one cluster: upstream's runtime budget."""
 
-_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter", "dyn"})
-_STANDARD = frozenset(
-    {
-        "size", "contains", "startsWith", "endsWith", "matches",
-        "int", "uint", "double", "string", "bytes", "bool", "type", "duration", "timestamp",
-        "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getMonth",
-        "getHours", "getMilliseconds", "getMinutes", "getSeconds",
-    }
-)  # fmt: skip
-_OCM = frozenset({"scores", "parseJSON"})
-ALLOWED_FUNCTIONS = _MACROS | _STANDARD | _OCM | frozenset(EXTENSION_FUNCTIONS)
-"""Every function name an expression may call (spec C12)."""
+ALLOWED_FUNCTIONS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"}) | frozenset(
+    name for name in OVERLOADS if name[0].isalpha()
+)
+"""Every function name an expression may call (spec C12): the macros and the declared functions."""
 
 _ENV = celpy.Environment()
 _CLUSTER_VARIABLE = "managedCluster"
@@ -140,28 +134,38 @@ def _reads(ast: lark.Tree[lark.Token]) -> tuple[tuple[str, ...], ...] | None:
 def compile_expression(text: str) -> CompiledExpression:
     """Parse and check one expression; raises CelCompileError with cel-go style issues. A fleet's placements
     share a few expressions, and parsing one costs about a millisecond, so results are kept by text."""
+    if len(text) > MAX_CODE_POINTS:  # before parsing: the parser's time grows with the text
+        raise CelCompileError(limits(text, lark.Tree("expr", [])) or "")
     try:
         ast = _ENV.compile(text)
     except CELParseError as exc:
         line, column = exc.line or 1, exc.column or 1
         detail = str(exc.args[0]).splitlines()[0] if exc.args else "syntax error"
         raise CelCompileError(f"ERROR: <input>:{line}:{column}: Syntax error: {detail}") from exc
-    issues: list[str] = []
+    except RecursionError as exc:  # the parser's own tree building, past any depth cel-go accepts
+        raise CelCompileError("ERROR: <input>:-1:0: max recursion depth exceeded") from exc
+    exceeded = limits(text, normalize(ast))
+    if exceeded is not None:
+        raise CelCompileError(exceeded)
+    try:
+        return _checked(text, ast)
+    except RecursionError as exc:  # nesting within the limits on a thread with a small stack
+        raise CelCompileError("ERROR: <input>:-1:0: max recursion depth exceeded") from exc
+
+
+def _checked(text: str, ast: lark.Tree[lark.Token]) -> CompiledExpression:
+    issues = check(text, ast)
+    if issues:
+        raise CelCompileError("\n".join(issues))
     names: set[str] = set()
     any_name = False
-    for name, token, node in _called(ast):
-        if name not in ALLOWED_FUNCTIONS:
-            issues.append(
-                f"ERROR: <input>:{token.line}:{token.column}: undeclared reference to '{name}' (in container '')"
-            )
-        elif name == "scores":
+    for name, _token, node in _called(ast):
+        if name == "scores":
             literal = _string_literal(node)
             if literal is None:
                 any_name = True
             else:
                 names.add(literal)
-    if issues:
-        raise CelCompileError("\n".join(issues))
     reads = _reads(ast)
     return CompiledExpression(text, _condensed(ast), None if any_name else frozenset(names), reads)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from engine.cluster.cel_env import CelCompileError, CompiledExpression, compile_expression
 from engine.cluster.selectors import EVERYTHING, Selector, SelectorError, compile_label_selector, compile_selector
+from engine.cluster.spread.terms import NO_SPREAD, SpreadPolicy, parse_spread
 from topics.placement import ClusterClaimSelector, Placement
 
 __all__ = ["CompiledPlacement", "CompiledSelector", "PredicateKey", "compile_placement"]
@@ -32,7 +33,7 @@ class CompiledSelector:
 
 @dataclass(frozen=True, slots=True)
 class CompiledPlacement:
-    """Predicates and decision-group selectors of one Placement, or the first error of each."""
+    """Predicates, decision-group selectors and spread terms of one Placement, or the first error of each."""
 
     predicates: tuple[CompiledSelector, ...]
     predicate_error: str | None
@@ -41,6 +42,8 @@ class CompiledPlacement:
     group_error: str | None
     score_names: frozenset[str] | None
     """Score resource names used through `scores()` literals; None means any name (spec L4)."""
+    spread: SpreadPolicy = NO_SPREAD
+    """The spread terms, validated (or their first error)."""
 
     @property
     def predicate_key(self) -> PredicateKey:
@@ -96,5 +99,10 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
             group_error = str(exc)
             break
     return CompiledPlacement(
-        tuple(predicates), predicate_error, tuple(groups), group_error, None if any_name else frozenset(names)
+        tuple(predicates),
+        predicate_error,
+        tuple(groups),
+        group_error,
+        None if any_name else frozenset(names),
+        parse_spread(placement.spec.spread_policy),
     )

@@ -37,8 +37,9 @@ def satisfied_condition(
     status: PluginStatus,
     selected: int,
     unscheduled: int,
+    cause: str = "",
 ) -> Condition:
-    """The first matching rule of J2."""
+    """The first matching rule of J2; `cause` says why clusters stayed unscheduled (a spread skew limit)."""
 
     def cond(ok: bool, reason: str, message: str) -> Condition:
         return _condition(SATISFIED, ok, reason, message)
@@ -61,7 +62,8 @@ def satisfied_condition(
         return cond(False, "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate")
     if unscheduled == 0:
         return cond(True, "AllDecisionsScheduled", "All cluster decisions scheduled")
-    return cond(False, "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled")
+    suffix = f": {cause}" if cause else ""
+    return cond(False, "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled{suffix}")
 
 
 def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now: datetime) -> list[Condition]:

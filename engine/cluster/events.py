@@ -86,10 +86,10 @@ def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
                 "decisionGroupIndex": page.group_index,
                 "decisionGroupName": page.group_name,
                 "decisions": [],
-                "clustersCount": 0,
+                "clusterCount": 0,
             }
         group["decisions"].append(page.name)
-        group["clustersCount"] += len(page.clusters)
+        group["clusterCount"] += len(page.clusters)
     return list(groups.values())
 
 

@@ -11,9 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from engine.cluster.compiled import compile_placement
+from engine.cluster.explain_predicate import predicate_details
 from engine.cluster.framework import EvalContext, MappingCounts
 from engine.cluster.pipeline import Evaluation, evaluate
+from engine.cluster.plugins.predicate import PredicateFilter
+from engine.cluster.plugins.spread import SPREAD
 from engine.cluster.registry import FILTERS
+from engine.cluster.spread.terms import has_terms
 from engine.cluster.state import PlacementState
 from engine.cluster.views import InventoryView
 from engine.core import EngineContext
@@ -22,13 +26,19 @@ from topics.codec import dump_model
 __all__ = ["explain_evaluation", "explain_placement"]
 
 
-def explain_evaluation(key: str, state: PlacementState, evaluation: Evaluation, now: datetime) -> dict[str, Any]:
-    """The explain document of one finished evaluation."""
+def explain_evaluation(
+    key: str, state: PlacementState, evaluation: Evaluation, now: datetime, view: InventoryView | None = None
+) -> dict[str, Any]:
+    """The explain document of one finished evaluation; with the evaluation's `view`, also why the Predicate filter
+    removed each cluster it removed (`predicateDetails`)."""
     remaining = list(evaluation.available)
     filtered_by = evaluation.filtered_by
     pipeline: list[dict[str, Any]] = []
     names: list[str] = []
+    spread = has_terms(state.placement.spec.spread_policy)
     for step in FILTERS:
+        if step.NAME == SPREAD and not spread:  # without terms the spread filter is not a step of the pipeline
+            continue
         names.append(step.NAME)
         remaining = [c for c in remaining if filtered_by.get(c) != step.NAME]
         pipeline.append({"name": ",".join(names), "filteredClusters": remaining})
@@ -51,7 +61,17 @@ def explain_evaluation(key: str, state: PlacementState, evaluation: Evaluation, 
             "message": evaluation.status.message,
         },
         "conditions": [dump_model(c) for c in evaluation.conditions],
+        **_predicate_details(state, filtered_by, view),
     }
+
+
+def _predicate_details(
+    state: PlacementState, filtered_by: Mapping[str, str], view: InventoryView | None
+) -> dict[str, Any]:
+    removed = [cluster for cluster, plugin in filtered_by.items() if plugin == PredicateFilter.NAME]
+    if view is None or not removed:
+        return {}
+    return {"predicateDetails": predicate_details(compile_placement(state.placement), view, removed)}
 
 
 def explain_placement(
@@ -71,4 +91,4 @@ def explain_placement(
         compiled=compile_placement(state.placement),
         explain=True,
     )
-    return explain_evaluation(key, state, evaluate(eval_ctx), ctx.now)
+    return explain_evaluation(key, state, evaluate(eval_ctx), ctx.now, eval_ctx.view)

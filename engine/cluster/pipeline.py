@@ -2,6 +2,8 @@
 
 bindings -> eligible sets -> available clusters -> filters -> weights -> prioritizers -> sort -> select ->
 decision groups -> pages -> conditions. The result is a plain value; publishing is the engine's business.
+A placement whose spread can matter (terms with a Spread weight, or a `DoNotSchedule` term) replaces
+sort -> select with the spread selection loop.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from engine.cluster.conditions import misconfigured_condition, satisfied_conditi
 from engine.cluster.fleet import Fleet, Ids
 from engine.cluster.framework import EvalContext, ValueRange
 from engine.cluster.groups import Group, Page, build_groups, paginate
+from engine.cluster.plugins.spread import SPREAD
 from engine.cluster.registry import FILTERS
+from engine.cluster.spread.selection import select
+from engine.cluster.spread.topology import build_topologies
 from engine.cluster.status import SUCCESS, Code, PluginStatus
-from engine.cluster.weights import plan_prioritizers
+from engine.cluster.weights import plan_prioritizers, spread_weight
 from topics.k8s import Condition
 
 __all__ = ["Evaluation", "PrioritizerScores", "evaluate"]
@@ -58,6 +63,8 @@ class Evaluation:
     selected_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     """The selected clusters as fleet ids, ascending (name order)."""
     unscheduled: int = 0
+    blocked: str = ""
+    """Why the spread loop stopped short of numberOfClusters, when a skew limit stopped it (else empty)."""
     status: PluginStatus = SUCCESS
     groups: list[Group] = field(default_factory=list)
     pages: list[Page] = field(default_factory=list)
@@ -117,7 +124,9 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         candidates = outcome.passed
         due.extend(outcome.due)
 
-    planned, status = plan_prioritizers(ctx.placement.spec.prioritizer_policy)
+    spread = ctx.compiled.spread
+    plan = plan_prioritizers(ctx.placement.spec.prioritizer_policy, spread.declared)
+    planned, status = plan
     if status.failed:
         result.status = status
         return
@@ -144,6 +153,11 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         result.status = PluginStatus.misconfigured("", f"numberOfClusters cannot be negative: {wanted}")
         result.prioritizers.clear()
         return
+    weight = spread_weight(plan)
+    if spread.read(weight):
+        _select_spread(ctx, result, candidates, totals, weight)
+        result.status = final
+        return
     result.passed_ids, result.totals = candidates, totals
     if wanted is None:  # everything is selected: rank order is not needed, keep name order
         result.selected, result.selected_ids = fleet.names_of(candidates), candidates
@@ -152,6 +166,26 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         result.selected, result.selected_ids = fleet.names_of(chosen), np.sort(chosen)
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
+
+
+def _select_spread(ctx: EvalContext, result: Evaluation, candidates: Ids, base: NDArray[np.int64], weight: int) -> None:
+    """The spread loop instead of sort -> select: totals gain the weighted spread scores; `selected` is in
+    selection order when numberOfClusters is set (it is not shown: groups are by name), else in name order."""
+    fleet, terms = ctx.fleet, ctx.compiled.spread.terms
+    wanted = ctx.placement.spec.number_of_clusters
+    chosen = select(terms, build_topologies(ctx.view, terms, candidates), base, weight, wanted)
+    result.passed_ids, result.totals = candidates, base + weight * chosen.spread
+    picked = candidates[chosen.picked]
+    result.selected_ids = np.sort(picked)
+    result.selected = fleet.names_of(picked if wanted is not None else result.selected_ids)
+    result.unscheduled = 0 if wanted is None else wanted - len(picked)
+    if chosen.blocked is not None and result.unscheduled:
+        term = terms[chosen.blocked]
+        result.blocked = f"maxSkew of spreadConstraints[{chosen.blocked}] ({term.key}) cannot be satisfied"
+    if ctx.explain and weight:
+        at = next(i for i, p in enumerate(result.prioritizers) if p.name == SPREAD)
+        scores = dict(zip(fleet.names_of(candidates), chosen.spread.tolist(), strict=True))
+        result.prioritizers[at] = PrioritizerScores(SPREAD, weight, scores)
 
 
 def evaluate(ctx: EvalContext) -> Evaluation:
@@ -168,7 +202,7 @@ def evaluate(ctx: EvalContext) -> Evaluation:
     due: list[datetime] = []
     _schedule(ctx, result, due)
     if result.status.failed:
-        result.selected, result.selected_ids, result.unscheduled = [], result.selected_ids[:0], 0
+        result.selected, result.selected_ids, result.unscheduled, result.blocked = [], result.selected_ids[:0], 0, ""
         result.passed_ids, result.totals = result.passed_ids[:0], result.totals[:0]
     # rank order only when numberOfClusters cut it; ascending ids are name order
     in_name_order = result.selected if spec.number_of_clusters is None else ctx.fleet.names_of(result.selected_ids)
@@ -190,6 +224,7 @@ def evaluate(ctx: EvalContext) -> Evaluation:
             status=result.status,
             selected=len(result.selected),
             unscheduled=result.unscheduled,
+            cause=result.blocked,
         ),
     ]
     return result

@@ -1,4 +1,4 @@
-"""The one registry of pipeline plugins, in pipeline order (spec B1, E6).
+"""The one registry of pipeline plugins, in pipeline order (spec B1, E6, and the spread filter after the taints).
 
 Filters run in the order listed. Built-in prioritizers are looked up by their `builtIn` name; any other
 coordinate type is an AddOn prioritizer, built per (resourceName, scoreName).
@@ -13,12 +13,13 @@ from engine.cluster.plugins.addon import AddOnPrioritizer
 from engine.cluster.plugins.balance import BalancePrioritizer
 from engine.cluster.plugins.predicate import PredicateFilter
 from engine.cluster.plugins.resource import ResourceAllocatablePrioritizer
+from engine.cluster.plugins.spread import SpreadFilter, SpreadPrioritizer
 from engine.cluster.plugins.steady import SteadyPrioritizer
 from engine.cluster.plugins.taint_toleration import TaintTolerationFilter
 
-__all__ = ["ADDON", "BUILTIN_PRIORITIZERS", "DEFAULT_WEIGHTS", "FILTERS"]
+__all__ = ["ADDON", "BUILTIN_PRIORITIZERS", "DEFAULT_WEIGHTS", "FILTERS", "SPREAD_DEFAULT_WEIGHT"]
 
-FILTERS: tuple[ClusterFilter, ...] = (PredicateFilter(), TaintTolerationFilter())
+FILTERS: tuple[ClusterFilter, ...] = (PredicateFilter(), TaintTolerationFilter(), SpreadFilter())
 """Filters in pipeline order."""
 
 BUILTIN_PRIORITIZERS: dict[str, Prioritizer] = {
@@ -26,6 +27,7 @@ BUILTIN_PRIORITIZERS: dict[str, Prioritizer] = {
     SteadyPrioritizer.NAME: SteadyPrioritizer(),
     "ResourceAllocatableCPU": ResourceAllocatablePrioritizer("ResourceAllocatableCPU", "cpu"),
     "ResourceAllocatableMemory": ResourceAllocatablePrioritizer("ResourceAllocatableMemory", "memory"),
+    SpreadPrioritizer.NAME: SpreadPrioritizer(),
 }
 """Built-in prioritizers by `builtIn` name."""
 
@@ -34,3 +36,6 @@ ADDON: Callable[[str, str], Prioritizer] = AddOnPrioritizer
 
 DEFAULT_WEIGHTS: tuple[tuple[str, int], ...] = ((BalancePrioritizer.NAME, 1), (SteadyPrioritizer.NAME, 1))
 """Additive-mode defaults, in result order (spec E1, E4)."""
+
+SPREAD_DEFAULT_WEIGHT = 2
+"""Additive mode adds Spread with this weight, after the defaults above, when the placement has spread terms."""

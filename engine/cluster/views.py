@@ -35,13 +35,18 @@ class EvaluationError(EngineError):
     """The evaluation cannot run (e.g. an unknown set selectorType): nothing is published (spec C3)."""
 
 
-def _prune(value: Any) -> Any:
-    """Drop what Go's omitempty would drop: nulls, empty strings, empty maps and empty lists."""
+_MAPS = frozenset({"labels", "annotations", "allocatable", "capacity"})
+"""Fields that are Go maps: omitempty drops an empty map, never one of its entries (a label `gpu: ""` stays)."""
+
+
+def _prune(value: Any, entries: bool = False) -> Any:
+    """Drop what Go's omitempty would drop: nulls, empty strings, empty maps and empty lists among a struct's
+    fields; `entries` says `value` is a map, whose entries are kept whatever their value."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            pruned = _prune(item)
-            if pruned is None or (not pruned and isinstance(pruned, str | dict | list)):
+            pruned = _prune(item, key in _MAPS and not entries)
+            if not entries and (pruned is None or (not pruned and isinstance(pruned, str | dict | list))):
                 continue
             out[key] = pruned
         return out

@@ -93,7 +93,7 @@ _PAGE = {
             "evaluationTime": "2026-01-01T01:02:03.004567Z",
             "placementDecisions": [_PAGE],
             "decisionGroups": [
-                {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["p-decision-1"], "clustersCount": 2}
+                {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["p-decision-1"], "clusterCount": 2}
             ],
             "numberOfSelectedClusters": 2,
             "conditions": [

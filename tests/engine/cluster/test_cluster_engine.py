@@ -121,7 +121,7 @@ def test_cluster_engine_first_evaluation_publishes_whole_decision() -> None:
     assert clusters(event) == ["c1", "c2"]
     assert event.number_of_selected_clusters == 2
     assert event.decision_groups == [
-        {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["placement1-decision-1"], "clustersCount": 2}
+        {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["placement1-decision-1"], "clusterCount": 2}
     ]
     assert [(c.type, c.status, c.reason, c.last_transition_time) for c in event.conditions] == [
         ("PlacementMisconfigured", "False", "Succeedconfigured", NOW),

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import pytest
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
+from engine.cluster import ClusterPlacementEngine
 from engine.cluster.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.events import group_statuses, page_objects
 from engine.cluster.groups import group_length
+from engine.cluster.state import DECISION_PART
+from engine.runtime import InputRecord, OutputRecord, Runtime
+from topics.codec import decode_event, dump_model
+from topics.names import TopicRole
+from topics.placement import PlacementDecided
 
 
 @pytest.mark.parametrize(
@@ -174,9 +182,9 @@ def test_cluster_page_objects_and_group_status() -> None:
             "decisionGroupIndex": 0,
             "decisionGroupName": "canary",
             "decisions": ["placement1-decision-1"],
-            "clustersCount": 2,
+            "clusterCount": 2,
         },
-        {"decisionGroupIndex": 1, "decisionGroupName": "", "decisions": ["placement1-decision-2"], "clustersCount": 3},
+        {"decisionGroupIndex": 1, "decisionGroupName": "", "decisions": ["placement1-decision-2"], "clusterCount": 3},
     ]
 
 
@@ -185,3 +193,121 @@ def test_cluster_no_selection_gives_one_empty_page() -> None:
     assert [(p.name, p.group_name, p.group_index, p.clusters) for p in result.pages] == [
         ("placement1-decision-1", "", 0, ())
     ]
+
+
+# --- the group count's name on the wire ----------------------------------------------------------------------------
+
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+_KEY = "Placement/apps/web"
+
+
+def _event(kind: str, data: Any) -> bytes:
+    return orjson.dumps({"specversion": "1.0", "id": f"id-{kind}", "source": "/t", "type": f"{kind}.v1", "data": data})
+
+
+def _inputs(*clusters: str) -> list[InputRecord]:
+    status = TopicRole.CLUSTER_STATUS
+    binding = {"metadata": {"name": "prod", "namespace": "apps"}, "spec": {"clusterSet": "prod"}}
+    values = [
+        ("ManagedClusterSet/prod", _event("managedclusterset.applied", {"metadata": {"name": "prod"}})),
+        ("ManagedClusterSetBinding/apps/prod", _event("managedclustersetbinding.applied", binding)),
+    ]
+    for name in clusters:
+        data = {"metadata": {"name": name, "labels": {"cluster.open-cluster-management.io/clusterset": "prod"}}}
+        values.append((f"ManagedCluster/{name}", _event("managedcluster.applied", data)))
+    return [InputRecord(status, 0, n, key.encode(), value, _T0, status.value) for n, (key, value) in enumerate(values)]
+
+
+def _placement(offset: int = 0) -> InputRecord:
+    placement = {"metadata": {"name": "web", "namespace": "apps", "generation": 1}, "spec": {}}
+    value = _event("placement.applied", placement)
+    return InputRecord(TopicRole.SUBMISSIONS, 0, offset, _KEY.encode(), value, _T0, TopicRole.SUBMISSIONS.value)
+
+
+def _decisions(outputs: list[OutputRecord]) -> list[dict[str, Any]]:
+    return [orjson.loads(o.value)["data"] for o in outputs if o.topic is TopicRole.DECISIONS and o.value]
+
+
+_OLD_ENTRY = {  # a decision changelog entry as the version that wrote `clustersCount` wrote it
+    "published": {
+        "pages": [["web-decision-1", "", 0, ["c1", "c2"]]],
+        "selected": 2,
+        "conditions": [
+            {
+                "type": "PlacementMisconfigured",
+                "status": "False",
+                "reason": "Succeedconfigured",
+                "message": "Placement configurations check pass",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
+            {
+                "type": "PlacementSatisfied",
+                "status": "True",
+                "reason": "AllDecisionsScheduled",
+                "message": "All cluster decisions scheduled",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
+        ],
+        "warning": None,
+        "generation": 1,
+        "evaluationTime": "2026-01-01T00:00:00+00:00",
+    },
+    "due": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("clusters", "counts"),
+    [(("c1", "c2"), [2]), (("c1",), [1]), ((), [0])],
+    ids=["two", "one", "none"],
+)
+def test_cluster_decision_groups_carry_upstream_cluster_count(clusters: tuple[str, ...], counts: list[int]) -> None:
+    live = Runtime([ClusterPlacementEngine()])
+    live.process(_inputs(*clusters), _T0)
+    (decision,) = _decisions(live.process([_placement()], _T0))
+    assert [g["clusterCount"] for g in decision["decisionGroups"]] == counts
+    assert all("clustersCount" not in g for g in decision["decisionGroups"])
+
+
+def test_cluster_old_changelog_entry_is_restored_and_not_republished() -> None:
+    """An entry written before the rename restores; the same answer is not published again; the next one, when
+    the answer changes, carries `clusterCount`."""
+    placement = {"placement": {"metadata": {"name": "web", "namespace": "apps", "generation": 1}, "spec": {}}}
+    fresh = Runtime([ClusterPlacementEngine()])
+    fresh.process(_inputs("c1", "c2"), _T0)
+    fresh.restore(_KEY, orjson.dumps({"kind": "Placement", "v": 1, "state": placement}))
+    fresh.restore(f"{_KEY}/{DECISION_PART}", orjson.dumps({"kind": "Placement", "v": 1, "state": _OLD_ENTRY}))
+    assert _decisions(fresh.process(_inputs("c1", "c2"), _T0)) == []
+    changed = _decisions(fresh.process(_inputs("c1", "c2", "c3")[-1:], _T0))
+    assert [g["clusterCount"] for g in changed[-1]["decisionGroups"]] == [3]
+
+
+@pytest.mark.parametrize(
+    ("group", "count"),
+    [
+        ({"clustersCount": 2}, 2),  # an event on the compacted decisions topic from before the rename
+        ({"clusterCount": 3}, 3),
+    ],
+    ids=["old-name", "new-name"],
+)
+def test_cluster_decided_events_with_either_count_name_are_read(group: dict[str, int], count: int) -> None:
+    data = {
+        "namespace": "apps",
+        "name": "web",
+        "decisionGroups": [
+            {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["web-decision-1"], **group}
+        ],
+    }
+    decoded = decode_event(_event("placement.decided", data), TopicRole.DECISIONS)
+    assert isinstance(decoded.data, PlacementDecided)
+    assert decoded.data.decision_groups == [
+        {"decisionGroupIndex": 0, "decisionGroupName": "", "decisions": ["web-decision-1"], "clusterCount": count}
+    ]
+    assert dump_model(decoded.data)["decisionGroups"] == decoded.data.decision_groups  # written with the new name
+
+
+def test_cluster_schema_names_the_group_count_cluster_count() -> None:
+    schema = PlacementDecided.model_json_schema(by_alias=True, mode="serialization")
+    group = schema["$defs"]["DecisionGroupStatus"]
+    assert "clusterCount" in group["properties"] and "clustersCount" not in group["properties"]
+    assert "clusterCount" in group["required"]
