@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import datetime
 from typing import Any
 
+from engine.core import Emit
 from engine.runtime.records import InputRecord, OutputRecord
+from topics.codec import encode_event
+from topics.envelope import CONTENT_TYPE
 
 __all__ = ["Batch"]
 
+_CE_HEADERS = (("content-type", CONTENT_TYPE.encode()),)
 _ID_NAMESPACE = uuid.UUID("6f1c0f4e-3b5a-4f7e-9d62-2b8f4c1a7e55")
 
 
@@ -43,3 +48,17 @@ class Batch:
         """The outputs added since the last hand-over; the batch keeps none of them."""
         new, self.outputs = self.outputs, []
         return new
+
+    def emit(self, subject: str | None, emit: Emit, now: datetime) -> None:
+        """Add the record an engine asked for: its event encoded with the batch's next id (none for a tombstone),
+        keyed by `emit.key` or else the subject."""
+        key = emit.key or subject
+        if key is None:
+            raise ValueError("an emit without a subject needs an explicit key")
+        value = None
+        if emit.kind is not None:
+            value = encode_event(kind_name=emit.kind, data=emit.data, subject=key, event_id=self.next_id(), time=now)
+        headers = _CE_HEADERS if value is not None else ()
+        self.outputs.append(
+            OutputRecord(topic=emit.topic, key=key.encode(), value=value, headers=headers, subject=subject)
+        )

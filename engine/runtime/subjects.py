@@ -1,0 +1,185 @@
+"""The subjects one instance owns: their states, the engines and their capabilities, timers and changelog memory.
+
+Every state change goes through `Subjects.set`, which keeps the owning engine's indexes and the subject's timer
+in step with the state; the runtime decides *when* states change, this class keeps everything that follows a
+state consistent, and lets a failing engine call cost only its subject (`isolated`). Restoring from the
+changelog and handing subjects over in a rebalance live here too, as they change states without deciding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from engine.core import (
+    ConfiguredEngine,
+    CountingEngine,
+    EngineContext,
+    ExplainingEngine,
+    InventoryAwareEngine,
+    PartedStateEngine,
+    PeerAwareEngine,
+    Step,
+    SubjectEngine,
+    TimedEngine,
+)
+from engine.errors import InvalidStateError
+from engine.runtime.batch import Batch
+from engine.runtime.changelog import ChangelogMemory, reading_entry
+from engine.runtime.deadletter import dead_letter
+from engine.runtime.records import Incident, InputRecord, OutputRecord
+from engine.runtime.routing import split_changelog_key, subject_kind
+from engine.runtime.timers import TimerQueue
+from topics.codec import loads
+from topics.errors import Stage, stage_of
+
+__all__ = ["Subjects"]
+
+
+class Subjects:
+    """Subject states by key, with the engine of each kind and what follows each state."""
+
+    def __init__(self, engines: Sequence[SubjectEngine[Any]]) -> None:
+        self.states: dict[str, Any] = {}
+        self.engines = {engine.KIND: engine for engine in engines}
+        self.parted = {engine.KIND: engine for engine in engines if isinstance(engine, PartedStateEngine)}
+        self.peer_aware = {engine.KIND: engine for engine in engines if isinstance(engine, PeerAwareEngine)}
+        self.timed = {engine.KIND: engine for engine in engines if isinstance(engine, TimedEngine)}
+        self.inventory_aware = [engine for engine in engines if isinstance(engine, InventoryAwareEngine)]
+        self.configured = {engine.KIND: engine for engine in engines if isinstance(engine, ConfiguredEngine)}
+        self.timers = TimerQueue()
+        self.changelog = ChangelogMemory()
+        self.incidents: list[Incident] = []
+        """Failures isolated since the runtime last took them, for logs and metrics."""
+
+    def engine_for(self, key: str) -> SubjectEngine[Any]:
+        """The engine owning a subject key."""
+        return self.engines[subject_kind(key)]
+
+    def kind_of(self, engine: object) -> str:
+        """The subject kind an engine owns."""
+        return next(kind for kind, known in self.engines.items() if known is engine)
+
+    def set(self, engine: SubjectEngine[Any], key: str, state: Any) -> None:
+        """Make `state` the subject's state (None: it is gone), with the engine's indexes and its timer."""
+        if state is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = state
+        engine.track(key, state)
+        timed = self.timed.get(engine.KIND)
+        self.timers.arm(key, timed.next_due(state) if timed is not None and state is not None else None)
+
+    def changelog_entries(self, key: str) -> list[OutputRecord]:
+        """The changelog records that bring the changelog to the subject's state now."""
+        engine = self.engine_for(key)
+        return self.changelog.entries(key, self.states.get(key), engine, self.parted.get(engine.KIND))
+
+    def explain(self, key: str, ctx: EngineContext) -> dict[str, Any] | None:
+        """The owning engine's explain data of a subject; None when not held here or the engine cannot explain."""
+        state = self.states.get(key)
+        engine = None if state is None else self.engine_for(key)
+        if not isinstance(engine, ExplainingEngine):
+            return None
+        return engine.explain(key, state, ctx)
+
+    def counters(self) -> dict[str, int]:
+        """The engines' metric totals by name (`CountingEngine`), summed over engines."""
+        totals: dict[str, int] = {}
+        for engine in self.engines.values():
+            if isinstance(engine, CountingEngine):
+                for name, value in engine.counters().items():
+                    totals[name] = totals.get(name, 0) + value
+        return totals
+
+    # --- engine calls ----------------------------------------------------------------------------
+    @contextmanager
+    def isolated(
+        self, batch: Batch, key: str, revert_to: Any, causes: Sequence[InputRecord], now: datetime
+    ) -> Iterator[None]:
+        """Let one subject's failure cost only that subject (as Kafka Streams' processing exception handler
+        does): its outputs since entering are withdrawn, its state and changelog memory go back to `revert_to`,
+        the records that caused it are dead-lettered at stage PROCESS, and an incident is noted. A timer of the
+        reverted state that is already due is dropped, or it would fail again at once, forever; the subject's
+        next successful change arms it again."""
+        mark = len(batch.outputs)
+        remembered = self.changelog.snapshot(key)
+        try:
+            yield
+        except Exception as exc:  # an engine bug or a hostile input must not stop the service
+            del batch.outputs[mark:]
+            self.set(self.engine_for(key), key, revert_to)
+            self.timers.disarm_if_due(key, now)
+            self.changelog.revert(key, remembered)
+            stage = stage_of(exc, Stage.PROCESS)
+            for record in causes:
+                batch.outputs.append(dead_letter(record, stage, exc, bound_to_task=True))
+            self.incidents.append(Incident(key, stage, exc, len(causes)))
+
+    def take(self, batch: Batch, engine: SubjectEngine[Any], key: str, step: Step[Any], now: datetime) -> None:
+        """Apply an engine's step to a subject: its records into the batch, its state, and whether the subject
+        is to be decided at the end of the batch."""
+        batch.before.setdefault(key, self.states.get(key))
+        for emit in step.emits:
+            batch.emit(key, emit, now)
+        self.set(engine, key, step.state)
+        batch.touched.add(key)
+        if step.redecide and step.state is not None:
+            batch.dirty.add(key)
+        else:
+            batch.dirty.discard(key)
+
+    # --- restore and hand-over --------------------------------------------------------------------
+    def restore(self, record_key: str, value: bytes | None) -> None:
+        """Load one changelog entry (the last one per key wins; None is a tombstone).
+
+        Raises:
+            InvalidStateError: the key names no subject or the value cannot be read.
+        """
+        with reading_entry(record_key):
+            key, part = split_changelog_key(record_key)
+            engine = self.engine_for(key)
+            raw = None if value is None else loads(value)["state"]
+            parted = self.parted.get(engine.KIND)
+            if parted is not None:
+                state = parted.load_part(self.states.get(key), part, raw)
+            elif part:
+                raise InvalidStateError(f"the {engine.KIND} engine keeps no state parts")
+            else:
+                state = None if raw is None else engine.load_state(raw)
+        self.set(engine, key, state)
+        self.changelog.restored(key, part, value, state)
+
+    def observe_peer(self, record_key: str, value: bytes | None) -> None:
+        """Follow one changelog entry of a subject another instance owns, for engines whose decisions read such
+        subjects (an engine ignores entries of subjects it owns: its own state is the newer).
+
+        Raises:
+            InvalidStateError: the key names no subject or the value cannot be read.
+        """
+        with reading_entry(record_key):
+            key, part = split_changelog_key(record_key)
+            engine = self.peer_aware.get(subject_kind(key))
+            if engine is None:
+                return
+            engine.observe_peer(key, part, None if value is None else loads(value)["state"])
+
+    def adopt(self, owned: Callable[[str], bool]) -> None:
+        """Stop following the subjects `owned` names as peers' before their state is restored here: what was
+        seen of a subject deleted meanwhile must not linger, and a restored state replaces the rest."""
+        for engine in self.peer_aware.values():
+            engine.adopt(owned)
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop subjects this instance no longer owns (no records are published); what peer-aware engines saw
+        of them stays until the new owner's changelog entries arrive through `observe_peer`."""
+        for key in list(keys):
+            if key in self.states:
+                engine = self.engine_for(key)
+                peer_aware = self.peer_aware.get(engine.KIND)
+                if peer_aware is not None:
+                    peer_aware.release(key)
+                self.set(engine, key, None)
+            self.changelog.forget(key)
