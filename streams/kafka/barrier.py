@@ -34,11 +34,15 @@ class InventoryBarrier:
         GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too."""
         tables = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-tables")
         offsets = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-offsets")
-        await tables.start()
-        await offsets.start()
-        partitions = [TopicPartition(t, p) for t in topics for p in sorted(tables.partitions_for_topic(t) or {0})]
-        tables.assign(partitions)
-        count = await read_to_end(tables, partitions, sink)
+        try:
+            await tables.start()
+            await offsets.start()
+            partitions = [TopicPartition(t, p) for t in topics for p in sorted(tables.partitions_for_topic(t) or {0})]
+            tables.assign(partitions)
+            count = await read_to_end(tables, partitions, sink)
+        except BaseException:  # e.g. a stop during catch-up: the caller holds no reader yet, so close them here
+            await asyncio.gather(tables.stop(), offsets.stop(), return_exceptions=True)
+            raise
         return cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000), count
 
     async def stop(self) -> None:
