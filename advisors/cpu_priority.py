@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from advisors.common import AdvisorConfig, base_parser, echo, run_main, serve, start_from_args
-from engine.cluster.quantity import parse_quantity
 from topics.codec import decode_event
 from topics.errors import ContractError
 from topics.inventory import ManagedCluster
 from topics.k8s import ObjectReference
 from topics.names import TopicRole
 from topics.placementrule import RecommendationEntry
+from topics.quantity import parse_quantity
 
 __all__ = ["CpuTable", "cpu_of", "follow_cluster_status", "main", "score_by_cpu"]
 

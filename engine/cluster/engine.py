@@ -11,16 +11,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.cluster.affected import ClusterDelta, affected_placements, answer_may_change, leaving_moves_others
-from engine.cluster.compiled import CompiledPlacement, compile_placement
-from engine.cluster.conditions import set_conditions
-from engine.cluster.events import decided_event, deleted_event
-from engine.cluster.explain import explain_evaluation
-from engine.cluster.framework import BalanceCounts, EvalContext, ValueRange
-from engine.cluster.indexes import PlacementIndex, TrackedPlacement
-from engine.cluster.pipeline import Evaluation, evaluate
-from engine.cluster.plugins.predicate import stopped_count
-from engine.cluster.state import (
+from engine.cluster.explain.placement import explain_evaluation
+from engine.cluster.fleet.views import EvaluationError, InventoryView
+from engine.cluster.pipeline.compiled import CompiledPlacement, compile_placement
+from engine.cluster.pipeline.conditions import set_conditions
+from engine.cluster.pipeline.evaluate import Evaluation, evaluate
+from engine.cluster.pipeline.framework import BalanceCounts, EvalContext, ValueRange
+from engine.cluster.pipeline.plugins.predicate import stopped_count
+from engine.cluster.pipeline.status import Code
+from engine.cluster.tracking.affected import ClusterDelta, affected_placements, answer_may_change, leaving_moves_others
+from engine.cluster.tracking.events import decided_event, deleted_event
+from engine.cluster.tracking.indexes import PlacementIndex, TrackedPlacement
+from engine.cluster.tracking.state import (
     PlacementState,
     Published,
     dump_placement_state,
@@ -29,8 +31,6 @@ from engine.cluster.state import (
     peer_decided,
     placement_state_changes,
 )
-from engine.cluster.status import Code
-from engine.cluster.views import EvaluationError, InventoryView
 from engine.core import Emit, EngineContext, StatePart, Step
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from engine.cluster.selectors import SelectorError, compile_label_selector, matches
+from engine.cluster.matching.selectors import SelectorError, compile_label_selector, matches
 from engine.errors import EngineError
 from engine.hybrid.identity import Ref, sort_refs
 from engine.inventory import Inventory

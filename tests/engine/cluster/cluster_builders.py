@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.cluster.compiled import compile_placement
-from engine.cluster.framework import EvalContext, MappingCounts
-from engine.cluster.pipeline import Evaluation, evaluate
-from engine.cluster.views import CLUSTERSET_LABEL, InventoryView
+from engine.cluster.fleet.views import CLUSTERSET_LABEL, InventoryView
+from engine.cluster.pipeline.compiled import compile_placement
+from engine.cluster.pipeline.evaluate import Evaluation, evaluate
+from engine.cluster.pipeline.framework import EvalContext, MappingCounts
 from engine.inventory import Inventory
 from topics.inventory import (
     AddOnPlacementScore,

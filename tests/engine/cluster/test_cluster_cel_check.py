@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
-from engine.cluster.cel_check import MAX_CODE_POINTS, MAX_RECURSION
-from engine.cluster.cel_env import CelCompileError, CelProgram, compile_expression
-from engine.cluster.conditions import MISCONFIGURED
-from engine.cluster.views import InventoryView, cluster_document
+from engine.cluster.fleet.views import InventoryView, cluster_document
+from engine.cluster.matching.cel_check import MAX_CODE_POINTS, MAX_RECURSION
+from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
+from engine.cluster.pipeline.conditions import MISCONFIGURED
 
 
 def _cel(*expressions: str) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, one_set_world
 
-from engine.cluster import ClusterPlacementEngine, PlacementState, cel_env, explain_placement
-from engine.cluster.explain_predicate import failed_requirement
-from engine.cluster.selectors import compile_selector
+from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
+from engine.cluster.explain.predicate import failed_requirement
+from engine.cluster.matching import cel_env
+from engine.cluster.matching.selectors import compile_selector
 from engine.core import EngineContext
 from topics.k8s import LabelSelectorRequirement
 
@@ -96,7 +97,7 @@ def test_cluster_explain_reports_every_expression_of_a_selector_with_its_outcome
 
 def test_cluster_explain_reports_a_stopped_expression(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cel_env, "EXPRESSION_LIMIT", 500)
-    monkeypatch.setattr("engine.cluster.explain_predicate.EXPRESSION_LIMIT", 500)
+    monkeypatch.setattr("engine.cluster.explain.predicate.EXPRESSION_LIMIT", 500)
     big = "[" + ",".join(["1"] * 30) + "]"
     runaway = f"{big}.all(a, {big}.all(b, a == b || true))"
     report = _explain({"predicates": [_predicate(celSelector={"celExpressions": [runaway]})]})

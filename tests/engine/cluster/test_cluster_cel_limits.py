@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from cluster_builders import NOW, World, a_cluster, a_placement, decided, one_set_world, run
 
-from engine.cluster import ClusterPlacementEngine, PlacementState, cel_env
-from engine.cluster.cel_env import CelProgram, compile_expression
-from engine.cluster.compiled import compile_placement
-from engine.cluster.framework import EvalContext, MappingCounts
-from engine.cluster.plugins.predicate import PredicateFilter
-from engine.cluster.status import Code
-from engine.cluster.views import InventoryView
+from engine.cluster import ClusterPlacementEngine, PlacementState
+from engine.cluster.fleet.views import InventoryView
+from engine.cluster.matching import cel_env
+from engine.cluster.matching.cel_env import CelProgram, compile_expression
+from engine.cluster.pipeline.compiled import compile_placement
+from engine.cluster.pipeline.framework import EvalContext, MappingCounts
+from engine.cluster.pipeline.plugins.predicate import PredicateFilter
+from engine.cluster.pipeline.status import Code
 from engine.core import EngineContext, EngineSettings
 from topics.placement import Placement
 

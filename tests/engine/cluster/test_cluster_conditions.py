@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from cluster_builders import NOW
 
-from engine.cluster.conditions import set_conditions
+from engine.cluster.pipeline.conditions import set_conditions
 from topics.k8s import Condition
 
 LATER = NOW + timedelta(minutes=5)

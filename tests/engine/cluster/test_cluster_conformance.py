@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from cluster_builders import ClusterBuilder, World, a_cluster, a_placement, condition, decided, run, ts
 
-from engine.cluster.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.status import Code
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.pipeline.status import Code
 
 CASES: list[dict[str, Any]] = json.loads((Path(__file__).parent / "cluster_conformance_cases.json").read_text())
 

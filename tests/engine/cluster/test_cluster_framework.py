@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.cluster.framework import ValueRange
+from engine.cluster.pipeline.framework import ValueRange
 
 RANGE_CASES = [
     # values, departures in order, the answer of each drop (True: range unchanged)

@@ -10,10 +10,10 @@ import pytest
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster import ClusterPlacementEngine
-from engine.cluster.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.events import group_statuses, page_objects
-from engine.cluster.groups import group_length
-from engine.cluster.state import DECISION_PART
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.pipeline.groups import group_length
+from engine.cluster.tracking.events import group_statuses, page_objects
+from engine.cluster.tracking.state import DECISION_PART
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.codec import decode_event, dump_model
 from topics.names import TopicRole

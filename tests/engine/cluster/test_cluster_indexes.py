@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from engine.cluster.fleet import Fleet
-from engine.cluster.indexes import DecisionCounts, OthersView, PlacementIndex, TrackedPlacement
+from engine.cluster.fleet.ids import Fleet
+from engine.cluster.tracking.indexes import DecisionCounts, OthersView, PlacementIndex, TrackedPlacement
 
 CLUSTERS = [f"c{i}" for i in range(12)]
 FLEETS = (Fleet(CLUSTERS), Fleet(CLUSTERS[3:]), Fleet([*CLUSTERS[::2], "new"]))

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from engine.cluster import ClusterPlacementEngine
-from engine.cluster.state import DECISION_PART, peer_decided
+from engine.cluster.tracking.state import DECISION_PART, peer_decided
 from engine.errors import InvalidStateError
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.names import TopicRole

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
-from engine.cluster import cel_env
-from engine.cluster.cel_env import CelCompileError, CelProgram, compile_expression
-from engine.cluster.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.selectors import SelectorError, compile_selector, matches
-from engine.cluster.views import InventoryView, _values_at, cluster_document
+from engine.cluster.fleet.views import InventoryView, _values_at, cluster_document
+from engine.cluster.matching import cel_env
+from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
+from engine.cluster.matching.selectors import SelectorError, compile_selector, matches
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from topics.k8s import LabelSelectorRequirement
 
 LABELLED = (

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from cluster_builders import a_cluster, a_placement, a_world, condition, decided, run
 
-from engine.cluster.conditions import SATISFIED
-from engine.cluster.views import EvaluationError
+from engine.cluster.fleet.views import EvaluationError
+from engine.cluster.pipeline.conditions import SATISFIED
 
 
 def _world() -> Any:

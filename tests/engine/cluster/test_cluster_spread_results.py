@@ -11,8 +11,8 @@ from cluster_builders import World, a_cluster, a_placement, a_world, condition, 
 from test_cluster_spread_selection import HARD, LOOP, _sized, in_zone, spread_scores
 from test_cluster_spread_terms import builtin, spread, zone
 
-from engine.cluster.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.spread import selection
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.pipeline.spread import selection
 
 
 # --- results -------------------------------------------------------------------------------------------------------

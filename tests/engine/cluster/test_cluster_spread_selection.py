@@ -21,10 +21,10 @@ from cluster_builders import (
 )
 from test_cluster_spread_terms import builtin, spread, zone
 
-from engine.cluster.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.pipeline import Evaluation
-from engine.cluster.spread.counts import term_score, term_scores
-from engine.cluster.spread.selection import normalize
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.pipeline.evaluate import Evaluation
+from engine.cluster.pipeline.spread.counts import term_score, term_scores
+from engine.cluster.pipeline.spread.selection import normalize
 from engine.inventory import Inventory
 from topics.inventory import ManagedCluster
 

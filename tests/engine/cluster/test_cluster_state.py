@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from engine.cluster import ClusterPlacementEngine
-from engine.cluster.state import (
+from engine.cluster.tracking.state import (
     DECISION_PART,
     PlacementState,
     dump_placement_state,

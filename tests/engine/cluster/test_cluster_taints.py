@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
-from engine.cluster.conditions import MISCONFIGURED
+from engine.cluster.pipeline.conditions import MISCONFIGURED
 
 EARLIER = "2021-12-31T23:59:00Z"  # 60 s before NOW
 

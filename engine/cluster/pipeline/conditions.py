@@ -1,0 +1,88 @@
+"""Placement conditions (spec J1–J4) with SetStatusCondition's lastTransitionTime rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import lru_cache
+
+from engine.cluster.pipeline.status import Code, PluginStatus
+from topics.k8s import Condition
+
+__all__ = ["MISCONFIGURED", "SATISFIED", "misconfigured_condition", "satisfied_condition", "set_conditions"]
+
+MISCONFIGURED = "PlacementMisconfigured"
+SATISFIED = "PlacementSatisfied"
+
+
+@lru_cache(maxsize=256)
+def _condition(kind: str, ok: bool, reason: str, message: str) -> Condition:
+    """One shared (frozen) object per distinct condition: every evaluation builds two, mostly the same ones."""
+    return Condition(type=kind, status="True" if ok else "False", reason=reason, message=message)
+
+
+def misconfigured_condition(status: PluginStatus) -> Condition:
+    """True only for a final Misconfigured status (Warning and Error count as configured)."""
+    if status.code is Code.MISCONFIGURED:
+        return _condition(MISCONFIGURED, True, "Misconfigured", status.condition_message())
+    return _condition(MISCONFIGURED, False, "Succeedconfigured", "Placement configurations check pass")
+
+
+def satisfied_condition(
+    *,
+    has_bindings: bool,
+    cluster_sets: Sequence[str],
+    eligible_sets: Sequence[str],
+    available: int,
+    status: PluginStatus,
+    selected: int,
+    unscheduled: int,
+    cause: str = "",
+) -> Condition:
+    """The first matching rule of J2; `cause` says why clusters stayed unscheduled (a spread skew limit)."""
+
+    def cond(ok: bool, reason: str, message: str) -> Condition:
+        return _condition(SATISFIED, ok, reason, message)
+
+    if not has_bindings:
+        return cond(
+            False, "NoManagedClusterSetBindings", "No valid ManagedClusterSetBindings found in placement namespace"
+        )
+    if not eligible_sets:
+        joined = ",".join(cluster_sets)
+        return cond(False, "NoIntersection", f"None of ManagedClusterSets [{joined}] is bound to placement namespace")
+    if available == 0:
+        joined = ",".join(eligible_sets)
+        return cond(
+            False, "AllManagedClusterSetsEmpty", f"All ManagedClusterSets [{joined}] have no member ManagedCluster"
+        )
+    if status.code is Code.ERROR:
+        return cond(False, "NotAllDecisionsScheduled", status.message)
+    if selected == 0:
+        return cond(False, "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate")
+    if unscheduled == 0:
+        return cond(True, "AllDecisionsScheduled", "All cluster decisions scheduled")
+    suffix = f": {cause}" if cause else ""
+    return cond(False, "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled{suffix}")
+
+
+def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now: datetime) -> list[Condition]:
+    """Keep a condition's lastTransitionTime unless its status flips (new conditions get `now`); a condition
+    that did not change at all is the previous object."""
+    by_type = {c.type: c for c in previous}
+    out: list[Condition] = []
+    for condition in new:
+        old = by_type.get(condition.type)
+        if old is not None and old.last_transition_time is not None and _same_but_time(old, condition):
+            out.append(old)
+            continue
+        when = old.last_transition_time if old is not None and old.status == condition.status else None
+        out.append(condition.model_copy(update={"last_transition_time": when or now}))
+    return out
+
+
+def _same_but_time(old: Condition, new: Condition) -> bool:
+    """Whether the two conditions differ at most in lastTransitionTime (which the result takes from `old`)."""
+    return {**old.__dict__, "last_transition_time": new.last_transition_time} == new.__dict__ and (
+        old.model_extra == new.model_extra
+    )

@@ -1,0 +1,230 @@
+"""One evaluation of one placement, in upstream's order (spec B1–B6).
+
+bindings -> eligible sets -> available clusters -> filters -> weights -> prioritizers -> sort -> select ->
+decision groups -> pages -> conditions. The result is a plain value; publishing is the engine's business.
+A placement whose spread can matter (terms with a Spread weight, or a `DoNotSchedule` term) replaces
+sort -> select with the spread selection loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.cluster.fleet.ids import Fleet, Ids
+from engine.cluster.pipeline.conditions import misconfigured_condition, satisfied_condition
+from engine.cluster.pipeline.framework import EvalContext, ValueRange
+from engine.cluster.pipeline.groups import Group, Page, build_groups, paginate
+from engine.cluster.pipeline.plugins.spread import SPREAD
+from engine.cluster.pipeline.registry import FILTERS
+from engine.cluster.pipeline.spread.selection import select
+from engine.cluster.pipeline.spread.topology import build_topologies
+from engine.cluster.pipeline.status import SUCCESS, Code, PluginStatus
+from engine.cluster.pipeline.weights import plan_prioritizers, spread_weight
+from topics.k8s import Condition
+
+__all__ = ["Evaluation", "PrioritizerScores", "evaluate"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrioritizerScores:
+    """Explain data of one enabled prioritizer: raw scores, before weighting."""
+
+    name: str
+    weight: int
+    scores: dict[str, int]
+    """Only when explain was requested: the scores of the candidates it scored, by name."""
+    range: ValueRange | None = None
+    """The input range the scores were normalised over (ScoreResult.range)."""
+
+
+@dataclass(slots=True)
+class Evaluation:
+    """Everything one evaluation produced."""
+
+    has_bindings: bool = False
+    eligible_sets: tuple[str, ...] = ()
+    available: tuple[str, ...] = ()
+    fleet: Fleet | None = None
+    """The cluster ids the evaluation ran over."""
+    removals: list[tuple[str, Ids, Ids]] = field(default_factory=list)
+    """(filter, its candidates, those that passed) of every filter that removed any, as fleet ids."""
+    prioritizers: list[PrioritizerScores] = field(default_factory=list)
+    passed_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """The clusters that passed both filters, as fleet ids (empty when the evaluation failed)."""
+    totals: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Their weighted totals, aligned with `passed_ids`."""
+    _scores: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
+    selected: list[str] = field(default_factory=list)
+    """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
+    selected_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    """The selected clusters as fleet ids, ascending (name order)."""
+    unscheduled: int = 0
+    blocked: str = ""
+    """Why the spread loop stopped short of numberOfClusters, when a skew limit stopped it (else empty)."""
+    status: PluginStatus = SUCCESS
+    groups: list[Group] = field(default_factory=list)
+    pages: list[Page] = field(default_factory=list)
+    due: datetime | None = None
+    """The earliest future instant at which the answer may change by itself (spec L6)."""
+    conditions: list[Condition] = field(default_factory=list)
+    """[PlacementMisconfigured, PlacementSatisfied] without lastTransitionTime."""
+
+    @property
+    def scores(self) -> dict[str, int]:
+        """Weighted totals of the clusters that passed both filters, by name (spec K3); built when first read,
+        since only a published or explained evaluation needs them."""
+        if self._scores is None:
+            if self.passed_ids is self.selected_ids:  # everything passed was selected, in name order
+                names = self.selected
+            else:
+                names = [] if self.fleet is None else self.fleet.names_of(self.passed_ids)
+            self._scores = dict(zip(names, self.totals.tolist(), strict=True))
+        return self._scores
+
+    @property
+    def warning(self) -> PluginStatus | None:
+        """The final status when it is a Warning (spec K3)."""
+        return self.status if self.status.code is Code.WARNING else None
+
+    @property
+    def filtered_by(self) -> dict[str, str]:
+        """The filter that removed each removed cluster, by name (explain data, K4); derived only on demand."""
+        out: dict[str, str] = {}
+        for name, before, passed in self.removals:
+            assert self.fleet is not None
+            out.update(dict.fromkeys(self.fleet.names_of(np.setdiff1d(before, passed, assume_unique=True)), name))
+        return out
+
+    def ranked(self) -> list[str]:
+        """Every cluster that passed the filters, by (score desc, name asc)."""
+        return sorted(self.scores, key=lambda name: (-self.scores[name], name))
+
+
+def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None:
+    """Filters, prioritizers and selection; sets `selected`, `scores`, `unscheduled` and `status`.
+
+    Candidates are fleet ids in name order throughout; names are looked up once, for the results.
+    """
+    fleet = result.fleet = ctx.fleet
+    candidates = ctx.view.available_ids(result.eligible_sets)
+    final = SUCCESS
+    for step in FILTERS:
+        outcome = step.filter(ctx, candidates)
+        if outcome.status.failed:
+            result.status = outcome.status
+            return
+        if outcome.status.code is Code.WARNING:  # a CEL expression stopped at its cost limit
+            final = outcome.status
+        if len(outcome.passed) != len(candidates):
+            result.removals.append((step.NAME, candidates, outcome.passed))
+        candidates = outcome.passed
+        due.extend(outcome.due)
+
+    spread = ctx.compiled.spread
+    plan = plan_prioritizers(ctx.placement.spec.prioritizer_policy, spread.declared)
+    planned, status = plan
+    if status.failed:
+        result.status = status
+        return
+    totals = np.zeros(len(candidates), dtype=np.int64)
+    for entry in planned:
+        prioritizer = entry.prioritizer
+        scored = prioritizer.score(ctx, candidates)
+        if scored.status.failed:
+            result.status = scored.status
+            return
+        if scored.status.code is Code.WARNING:
+            final = scored.status
+        due.extend(scored.due)
+        totals += scored.scores if entry.weight == 1 else scored.scores * entry.weight
+        explained: dict[str, int] = {}
+        if ctx.explain:
+            kept = candidates if scored.scored is None else candidates[scored.scored]
+            values = scored.scores if scored.scored is None else scored.scores[scored.scored]
+            explained = dict(zip(fleet.names_of(kept), values.tolist(), strict=True))
+        result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, explained, scored.range))
+
+    wanted = ctx.placement.spec.number_of_clusters
+    if wanted is not None and wanted < 0:
+        result.status = PluginStatus.misconfigured("", f"numberOfClusters cannot be negative: {wanted}")
+        result.prioritizers.clear()
+        return
+    weight = spread_weight(plan)
+    if spread.read(weight):
+        _select_spread(ctx, result, candidates, totals, weight)
+        result.status = final
+        return
+    result.passed_ids, result.totals = candidates, totals
+    if wanted is None:  # everything is selected: rank order is not needed, keep name order
+        result.selected, result.selected_ids = fleet.names_of(candidates), candidates
+    else:  # a stable sort keeps ties in name order (G1)
+        chosen = candidates[np.argsort(-totals, kind="stable")[:wanted]]
+        result.selected, result.selected_ids = fleet.names_of(chosen), np.sort(chosen)
+    result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
+    result.status = final
+
+
+def _select_spread(ctx: EvalContext, result: Evaluation, candidates: Ids, base: NDArray[np.int64], weight: int) -> None:
+    """The spread loop instead of sort -> select: totals gain the weighted spread scores; `selected` is in
+    selection order when numberOfClusters is set (it is not shown: groups are by name), else in name order."""
+    fleet, terms = ctx.fleet, ctx.compiled.spread.terms
+    wanted = ctx.placement.spec.number_of_clusters
+    chosen = select(terms, build_topologies(ctx.view, terms, candidates), base, weight, wanted)
+    result.passed_ids, result.totals = candidates, base + weight * chosen.spread
+    picked = candidates[chosen.picked]
+    result.selected_ids = np.sort(picked)
+    result.selected = fleet.names_of(picked if wanted is not None else result.selected_ids)
+    result.unscheduled = 0 if wanted is None else wanted - len(picked)
+    if chosen.blocked is not None and result.unscheduled:
+        term = terms[chosen.blocked]
+        result.blocked = f"maxSkew of spreadConstraints[{chosen.blocked}] ({term.key}) cannot be satisfied"
+    if ctx.explain and weight:
+        at = next(i for i, p in enumerate(result.prioritizers) if p.name == SPREAD)
+        scores = dict(zip(fleet.names_of(candidates), chosen.spread.tolist(), strict=True))
+        result.prioritizers[at] = PrioritizerScores(SPREAD, weight, scores)
+
+
+def evaluate(ctx: EvalContext) -> Evaluation:
+    """Run the whole pipeline; raises views.EvaluationError when it cannot run at all (spec C3)."""
+    placement, view = ctx.placement, ctx.view
+    spec = placement.spec
+    result = Evaluation()
+    bound = view.bound_sets(placement.metadata.namespace)
+    result.has_bindings = bool(bound)
+    wanted_sets = set(spec.cluster_sets)
+    result.eligible_sets = tuple(name for name in bound if not wanted_sets or name in wanted_sets)
+    result.available = view.available(result.eligible_sets)
+
+    due: list[datetime] = []
+    _schedule(ctx, result, due)
+    if result.status.failed:
+        result.selected, result.selected_ids, result.unscheduled, result.blocked = [], result.selected_ids[:0], 0, ""
+        result.passed_ids, result.totals = result.passed_ids[:0], result.totals[:0]
+    # rank order only when numberOfClusters cut it; ascending ids are name order
+    in_name_order = result.selected if spec.number_of_clusters is None else ctx.fleet.names_of(result.selected_ids)
+
+    groups, group_status = build_groups(spec.decision_strategy.group_strategy, ctx.compiled, in_name_order, view)
+    if group_status.failed:
+        result.status = group_status
+    result.groups = groups
+    result.pages = paginate(placement.metadata.name, groups)
+    future = [instant for instant in due if instant > ctx.now]
+    result.due = min(future) if future else None
+    result.conditions = [
+        misconfigured_condition(result.status),
+        satisfied_condition(
+            has_bindings=result.has_bindings,
+            cluster_sets=spec.cluster_sets,
+            eligible_sets=result.eligible_sets,
+            available=len(result.available),
+            status=result.status,
+            selected=len(result.selected),
+            unscheduled=result.unscheduled,
+            cause=result.blocked,
+        ),
+    ]
+    return result

@@ -1,0 +1,231 @@
+"""Per-placement state: the Placement, its last published decision and its next timer instant.
+
+Only what change detection (spec K2), Steady/NoSelectIfNew (D10), conditions (J4) and timers (L6, L8) need is
+kept; scores are recomputed, so the changelog entry stays small.
+
+The changelog keeps a placement as two entries: the Placement as the subject's own entry and the decision
+(published decision and timer) as the `decision` part. A re-decision, by far the most frequent change, then
+writes only the decision. Every write of the Placement is followed by a decision entry in the same
+transaction, so the last decision entry of a placement always comes after its last Placement entry: a
+decision read before any Placement is an older one that a later entry replaces, and restore skips it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from itertools import chain
+from typing import Any
+
+from engine.cluster.fleet.ids import Fleet, Ids
+from engine.cluster.pipeline.groups import Page
+from engine.core import StatePart
+from engine.errors import InvalidStateError
+from topics.codec import dump_model
+from topics.k8s import Condition
+from topics.placement import Placement
+
+__all__ = [
+    "DECISION_PART",
+    "PlacementState",
+    "Published",
+    "dump_placement_state",
+    "load_placement_part",
+    "load_placement_state",
+    "peer_decided",
+    "placement_state_changes",
+]
+
+DECISION_PART = "decision"
+"""The changelog part holding a placement's published decision and timer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """The last published decision of a placement."""
+
+    pages: tuple[Page, ...]
+    selected: int
+    conditions: tuple[Condition, ...]
+    warning: tuple[str, str] | None
+    generation: int
+    evaluation_time: datetime
+    decided: frozenset[str] = field(init=False, compare=False, repr=False)
+    """Every decided cluster over all pages."""
+    _ids: tuple[int, Ids] | None = field(default=None, init=False, compare=False, repr=False)
+    """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decided", _decided(self.pages))
+
+    def decided_ids(self, fleet: Fleet) -> Ids:
+        """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
+        memo = self._ids
+        if memo is not None and memo[0] == fleet.serial:
+            return memo[1]
+        ids = fleet.ids(self.decided)
+        self.remember_ids(fleet, ids)
+        return ids
+
+    def remember_ids(self, fleet: Fleet, ids: Ids) -> None:
+        """Keep `ids` (the decided clusters as `fleet`'s ids, ascending) from the evaluation that decided them."""
+        object.__setattr__(self, "_ids", (fleet.serial, ids))
+
+    def same_answer(
+        self, pages: Sequence[Page], selected: int, warning: tuple[str, str] | None, conditions: Sequence[Condition]
+    ) -> bool:
+        """Whether a new evaluation's pages, status and warning equal these (spec K2); times and generation do
+        not count. Compared before a new `Published` is built, as most re-decisions change nothing."""
+        return (
+            self.pages == tuple(pages)
+            and self.selected == selected
+            and self.warning == warning
+            and [(c.type, c.status, c.reason, c.message) for c in self.conditions]
+            == [(c.type, c.status, c.reason, c.message) for c in conditions]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementState:
+    """State of one `Placement/<namespace>/<name>` subject."""
+
+    placement: Placement
+    published: Published | None = None
+    due: datetime | None = None
+    """The next instant `on_timer` is needed (L6 timer or L8 resync), None for none."""
+
+    def current(self) -> frozenset[str]:
+        """The clusters of the last published decision (spec D10)."""
+        return self.published.decided if self.published is not None else frozenset()
+
+
+def _time(raw: Any) -> datetime | None:
+    return None if raw is None else datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+
+
+def dump_placement_state(state: PlacementState) -> dict[str, Any]:
+    """The whole state as JSON: the Placement entry and the decision entry in one object."""
+    return {"placement": dump_model(state.placement), **_dump_decision(state)}
+
+
+def _dump_decision(state: PlacementState) -> dict[str, Any]:
+    published = state.published
+    return {
+        "published": None
+        if published is None
+        else {
+            "pages": [(p.name, p.group_name, p.group_index, p.clusters) for p in published.pages],
+            "selected": published.selected,
+            "conditions": [dump_model(c) for c in published.conditions],
+            "warning": None if published.warning is None else list(published.warning),
+            "generation": published.generation,
+            "evaluationTime": published.evaluation_time.isoformat(),
+        },
+        "due": None if state.due is None else state.due.isoformat(),
+    }
+
+
+def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
+    """The changelog entries that differ between the state last written and `new` (see the module docstring)."""
+    if new is None:
+        return [("", None), (DECISION_PART, None)]
+    parts: list[StatePart] = []
+    if old is None or old.placement is not new.placement:
+        parts.append(("", {"placement": dump_model(new.placement)}))
+    if parts or old is None or old.published is not new.published or old.due != new.due:
+        parts.append((DECISION_PART, _dump_decision(new)))
+    return parts
+
+
+def load_placement_part(
+    state: PlacementState | None, part: str, raw: Mapping[str, Any] | None
+) -> PlacementState | None:
+    """`state` with one changelog entry of `placement_state_changes` applied (an entry holding the whole state, as
+    `dump_placement_state` writes it, is read too); InvalidStateError when the entry cannot be read."""
+    if part not in ("", DECISION_PART):
+        raise InvalidStateError(f"unknown cluster placement state part {part!r}")
+    with _readable():
+        if part == DECISION_PART:
+            if state is None:  # a decision before any Placement is an older one, replaced by a later entry
+                return None
+            published, due = (None, None) if raw is None else _load_decision(raw)
+            return replace(state, published=published, due=due)
+        if raw is None:
+            return None
+        if "published" in raw:
+            return _load_whole(raw)
+        placement = _load_placement(raw)
+        return PlacementState(placement) if state is None else replace(state, placement=placement)
+
+
+def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | None:
+    """The clusters a placement owned elsewhere has decided, by one of its changelog entries: empty when the
+    entry removes the placement or its decision, None when the entry says nothing of the decision (a Placement
+    entry, which a decision entry always follows). InvalidStateError when the entry cannot be read."""
+    if part not in ("", DECISION_PART):
+        raise InvalidStateError(f"unknown cluster placement state part {part!r}")
+    if raw is None:
+        return frozenset()
+    if not part and "published" not in raw:
+        return None
+    with _readable():
+        body = raw["published"]
+        return frozenset() if body is None else _decided(_load_pages(body["pages"]))
+
+
+def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
+    """Inverse of dump_placement_state; InvalidStateError when the entry cannot be read."""
+    with _readable():
+        return _load_whole(raw)
+
+
+@contextmanager
+def _readable() -> Iterator[None]:
+    """Any error reading an entry becomes InvalidStateError, so restore names the entry and goes on."""
+    try:
+        yield
+    except (
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+        AssertionError,
+    ) as exc:  # pydantic's errors are ValueErrors
+        raise InvalidStateError(f"unreadable cluster placement state: {exc}") from exc
+
+
+def _load_whole(raw: Mapping[str, Any]) -> PlacementState:
+    published, due = _load_decision(raw)
+    return PlacementState(_load_placement(raw), published, due)
+
+
+def _load_placement(raw: Mapping[str, Any]) -> Placement:
+    return Placement.model_validate(raw["placement"])
+
+
+def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime | None]:
+    body = raw.get("published")
+    published = None
+    if body is not None:
+        warning = body.get("warning")
+        evaluated = _time(body["evaluationTime"])
+        assert evaluated is not None
+        published = Published(
+            pages=_load_pages(body["pages"]),
+            selected=int(body["selected"]),
+            conditions=tuple(Condition.model_validate(c) for c in body["conditions"]),
+            warning=None if warning is None else (str(warning[0]), str(warning[1])),
+            generation=int(body.get("generation", 0)),
+            evaluation_time=evaluated,
+        )
+    return published, _time(raw.get("due"))
+
+
+def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
+    return tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in raw)
+
+
+def _decided(pages: Sequence[Page]) -> frozenset[str]:
+    return frozenset(chain.from_iterable(page.clusters for page in pages))
