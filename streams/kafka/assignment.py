@@ -130,30 +130,36 @@ class TaskOwnership:
         return False
 
     async def take_task(self, partition: int) -> None:
-        """Fence the previous owner, position the consumer at the committed offsets, restore state and
-        re-decide. Starting the producer completes the previous owner's last transaction, so the offsets read
-        afterwards include it (read earlier, they could miss it and a committed batch would run twice)."""
+        """Fence the previous owner, restore state, position the consumer and re-decide. Starting the producer
+        completes the previous owner's last transaction, so what is read afterwards includes it. The position is
+        the later of the group's committed offsets and those the task's last transaction recorded in its
+        changelog partition: the group's can still lag the transaction for a moment (task_offsets.py), and a
+        committed batch would run twice."""
         runtime, consumer = self._runtime, self._consumer
         runtime.forget(self.keys_of(partition))
         runtime.adopt(lambda key: self._task_of(key) == partition)
         async for attempt in kafka_retrying():
             with attempt:
                 await self._tasks.start(partition)
+        started = time.perf_counter()
+        recorded: dict[TopicPartition, int] = {}
+        changelog = TopicPartition(self._changelog_topic, partition)
+        self._restorer.assign([changelog])
+        await read_to_end(self._restorer, [changelog], changelog_sink(runtime.restore, "changelog entry", recorded))
+        self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         for topic in self._subject_topics:
             tp = TopicPartition(topic, partition)
             committed = await consumer.committed(tp)
-            if committed is None:
+            at = max((o for o in (committed, recorded.get(tp)) if o is not None), default=None)
+            if at is None:
                 await seek_to_start(consumer, [tp], self._session_timeout_seconds)
                 self.positioned[tp] = await consumer.position(tp)
             else:
-                consumer.seek(tp, committed)
-                self.positioned[tp] = committed
+                if committed is not None and at > committed:
+                    log.info("the group's offset lags the task's last transaction", extra={"partition": str(tp)})
+                consumer.seek(tp, at)
+                self.positioned[tp] = at
             self._committed.pop(tp, None)
-        started = time.perf_counter()
-        changelog = TopicPartition(self._changelog_topic, partition)
-        self._restorer.assign([changelog])
-        await read_to_end(self._restorer, [changelog], changelog_sink(runtime.restore, "changelog entry"))
-        self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
         self.stale.add(partition)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from engine.errors import InvalidStateError
+from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
 
 __all__ = ["EntrySink", "RecordSink", "changelog_sink", "new_reader", "read_to_end", "seek_to_start"]
 
@@ -25,17 +26,21 @@ EntrySink = Callable[[str, bytes | None], None]
 """Applies one changelog entry (record key, value; None is a tombstone)."""
 
 
-def changelog_sink(apply: EntrySink, what: str) -> RecordSink:
-    """A sink applying each keyed record; an unreadable entry is logged and skipped, so one bad entry costs
-    only itself."""
+def changelog_sink(apply: EntrySink, what: str, task_offsets: dict[TopicPartition, int] | None = None) -> RecordSink:
+    """A sink applying each keyed subject entry; an unreadable entry is logged and skipped, so one bad entry costs
+    only itself. The task offsets records (see task_offsets.py) are no subject's: they are gathered into
+    `task_offsets` when given (the latest per partition wins), else skipped."""
 
     def sink(records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
         for record in records:
             if record.key is None:
                 continue
             try:
-                apply(record.key.decode(), record.value)
-            except (InvalidStateError, UnicodeDecodeError, KeyError) as exc:
+                if not is_task_offsets_key(record.key):
+                    apply(record.key.decode(), record.value)
+                elif task_offsets is not None and record.value is not None:
+                    task_offsets.update(decode_task_offsets(record.value))
+            except (InvalidStateError, UnicodeDecodeError, KeyError, TaskOffsetsError) as exc:
                 log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
 
     return sink

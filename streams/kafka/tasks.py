@@ -70,6 +70,10 @@ class RecordSender:
                 batch = self._batches[route] = producer.create_batch()
                 batch.append(timestamp=None, key=r.key, value=r.value, headers=headers)  # a new batch takes any one
 
+    async def add_pinned(self, topic: TopicRole, key: bytes, value: bytes, partition: int) -> None:
+        """Queue one record for an exact partition (a task's own changelog partition), sent on its own."""
+        self._futures.append(await self._producer.send(self._topic_of(topic), value, key=key, partition=partition))
+
     def discard(self) -> None:
         """Forget the records queued so far (their transaction is being aborted): whatever their delivery
         futures end with is retrieved here, so no 'exception was never retrieved' is logged at exit."""

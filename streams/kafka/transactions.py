@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from engine.runtime import OutputRecord
+from streams.kafka.task_offsets import encode_task_offsets, task_offsets_key
 from streams.kafka.tasks import RecordSender, TaskProducers
 from streams.metrics import OutputTally
 from topics.names import TopicRole
@@ -132,9 +133,12 @@ class TaskTransactions:
         try:
             if opened is None:
                 opened = await self._begin(task)
+                if opened.offsets:
+                    await self._record_offsets(task, opened, opened.offsets)
             if opened.adding_offsets is not None:
                 await opened.adding_offsets
             if offsets and offsets != opened.offsets:
+                await self._record_offsets(task, opened, offsets)
                 await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
             await opened.sender.flush()
             await opened.transaction.aclose()
@@ -154,6 +158,8 @@ class TaskTransactions:
             if task in self.failed:
                 return None
             opened = self._open[task] = await self._begin(task)
+            if opened.offsets:  # registered first: a failure here aborts the transaction like any send
+                await self._record_offsets(task, opened, opened.offsets)
         return opened
 
     async def _begin(self, task: int) -> _Open:
@@ -166,6 +172,11 @@ class TaskTransactions:
             opened.offsets = offsets
             opened.adding_offsets = asyncio.ensure_future(producer.send_offsets_to_transaction(offsets, self._group_id))
         return opened
+
+    async def _record_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
+        """Write the transaction's offsets to the task's changelog partition too (see task_offsets.py)."""
+        value = encode_task_offsets(offsets)
+        await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task)
 
     async def _abort(self, task: int, error: KafkaError, opened: _Open | None = None) -> None:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""

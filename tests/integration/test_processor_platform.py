@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kafka_support import EXAMPLES, KafkaWorld, event, http_get, running, values, wait_for
 
 from engine.inventory import ObjectKey
@@ -263,3 +263,37 @@ async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(w
     assert aborted is not None and aborted >= 1
     assert len(decided(records, "db")) == 1, "the aborted attempt is invisible to read_committed readers"
     assert (await world.committed_offsets(topics.submissions))[task] >= 1
+
+
+async def test_a_new_owner_starts_after_the_last_transaction_when_the_group_offset_lags(world: KafkaWorld) -> None:
+    """The broker applies a transaction's offsets to the group a moment after the transaction completes; the
+    offsets the task's transaction also recorded in its changelog partition keep that batch from running twice.
+    The lag is made lasting here: the group's offset is put back to the start while no member is active."""
+    topics = world.topics
+    settings = world.settings(queue_config=EXAMPLES / "queues.yaml")
+
+    def submitted(app: str) -> tuple[str, str, dict[str, Any]]:
+        data = {"applicationId": app, "user": "alice", "groups": ["dev"], "queue": "root.analytics"}
+        return topics.submissions, "Application/default", event("application.submitted", data)
+
+    def decided(records: list[Any]) -> list[str]:
+        kinds = ("application.placed.v1", "application.rejected.v1")
+        return [v["data"]["applicationId"] for kind in kinds for v in values(records, kind)]
+
+    async with running(settings):
+        await world.produce([submitted(f"app-{i}") for i in range(3)])
+        await world.collect(topics.decisions, lambda r: len(decided(r)) == 3)
+    task = partition_of("Application/default", world.partitions)
+    tp = TopicPartition(topics.submissions, task)
+    rewinder = AIOKafkaConsumer(bootstrap_servers=world.bootstrap, group_id=world.group, enable_auto_commit=False)
+    await rewinder.start()
+    try:
+        rewinder.assign([tp])
+        await rewinder.commit({tp: 0})
+    finally:
+        await rewinder.stop()
+    assert (await world.committed_offsets(topics.submissions))[task] == 0
+    async with running(settings):
+        await world.produce([submitted("app-3")])
+        records = await world.collect(topics.decisions, lambda r: "app-3" in decided(r))
+    assert sorted(decided(records)) == ["app-0", "app-1", "app-2", "app-3"]
