@@ -59,7 +59,7 @@ class Publisher:
         which the caller restores from Kafka. The chunks are always exhausted: the runtime's state moves on
         with them."""
         decided = runtime.decided_subjects
-        transactions = TaskTransactions(self._tasks, self._topic_of, self._task_of, self._group_id, offsets)
+        transactions = TaskTransactions(self._tasks, self._topic_of, self._task_of, self._group_id)
         pending = dict(offsets)
         positions = {tp: offset for task_offsets in offsets.values() for tp, offset in task_offsets.items()}
         handed = iter(chunks)

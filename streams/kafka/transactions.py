@@ -9,7 +9,6 @@ sees each task's part of a batch at once; it reads the first tasks' decisions wh
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
@@ -47,9 +46,6 @@ class _Open:
     sender: RecordSender
     transaction: AsyncExitStack
     tally: OutputTally = field(default_factory=OutputTally)
-    offsets: Offsets | None = None
-    """The consumed offsets added to the transaction as it opened, and the request adding them."""
-    adding_offsets: asyncio.Future[None] | None = None
 
 
 class TaskTransactions:
@@ -61,17 +57,12 @@ class TaskTransactions:
         topic_of: Callable[[TopicRole], str],
         task_of: Callable[[str], int],
         group_id: str,
-        offsets: dict[int, Offsets] | None = None,
     ) -> None:
         self._tasks = tasks
         self._topic_of = topic_of
         self._task_of = task_of
         self._group_id = group_id
         self._owned = tasks.owned
-        self._early = dict(offsets or {})
-        """The batch's consumed offsets per task, known before anything is decided: each task's are added to its
-        transaction as it opens, so the two round trips that takes overlap the engine and the sends instead of
-        delaying the commit."""
         self._open: dict[int, _Open] = {}
         self._finishing: dict[int, asyncio.Future[OutputTally | None]] = {}
         """Tasks committing in the background since the runtime marked them finished."""
@@ -133,11 +124,7 @@ class TaskTransactions:
         try:
             if opened is None:
                 opened = await self._begin(task)
-                if opened.offsets:
-                    await self._record_offsets(task, opened, opened.offsets)
-            if opened.adding_offsets is not None:
-                await opened.adding_offsets
-            if offsets and offsets != opened.offsets:
+            if offsets:
                 await self._record_offsets(task, opened, offsets)
                 await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
             await opened.sender.flush()
@@ -158,20 +145,13 @@ class TaskTransactions:
             if task in self.failed:
                 return None
             opened = self._open[task] = await self._begin(task)
-            if opened.offsets:  # registered first: a failure here aborts the transaction like any send
-                await self._record_offsets(task, opened, opened.offsets)
         return opened
 
     async def _begin(self, task: int) -> _Open:
         producer = self._tasks.get(task)
         transaction = AsyncExitStack()
         await transaction.enter_async_context(producer.transaction())
-        opened = _Open(producer, RecordSender(producer, self._topic_of, self._task_of), transaction)
-        offsets = self._early.pop(task, None)
-        if offsets:
-            opened.offsets = offsets
-            opened.adding_offsets = asyncio.ensure_future(producer.send_offsets_to_transaction(offsets, self._group_id))
-        return opened
+        return _Open(producer, RecordSender(producer, self._topic_of, self._task_of), transaction)
 
     async def _record_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
         """Write the transaction's offsets to the task's changelog partition too (see task_offsets.py)."""
@@ -190,10 +170,6 @@ class TaskTransactions:
         if opened is None:
             return
         opened.sender.discard()
-        if opened.adding_offsets is not None:  # its outcome no longer matters; retrieved so it is not reported
-            opened.adding_offsets.cancel()
-            with contextlib.suppress(BaseException):
-                await opened.adding_offsets
         try:
             await opened.transaction.__aexit__(type(error), error, error.__traceback__)
         except KafkaError:
