@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from engine.cluster.explain.placement import explain_evaluation
 from engine.cluster.fleet.views import EvaluationError, InventoryView
 from engine.cluster.pipeline.compiled import CompiledPlacement, compile_placement
-from engine.cluster.pipeline.conditions import set_conditions
 from engine.cluster.pipeline.evaluate import Evaluation, evaluate
 from engine.cluster.pipeline.framework import BalanceCounts, EvalContext, ValueRange
 from engine.cluster.pipeline.plugins.predicate import stopped_count
@@ -22,9 +21,9 @@ from engine.cluster.pipeline.status import Code
 from engine.cluster.tracking.affected import ClusterDelta, affected_placements, answer_may_change, leaving_moves_others
 from engine.cluster.tracking.events import decided_event, deleted_event
 from engine.cluster.tracking.indexes import PlacementIndex, TrackedPlacement
+from engine.cluster.tracking.next_steps import follow_up_may_differ, next_resync, published_answer, with_due
 from engine.cluster.tracking.state import (
     PlacementState,
-    Published,
     dump_placement_state,
     load_placement_part,
     load_placement_state,
@@ -126,39 +125,6 @@ class ClusterPlacementEngine:
         finally:
             self.cel_evaluations_stopped += stopped.count - before
 
-    def _resync(self, ctx: EngineContext) -> datetime | None:
-        """The next resync: one period after `now`, or, when a timer runs late after a clock jump, the first
-        instant of the same schedule past the clock: the missed periods are skipped, not run one by one (as
-        Kafka Streams' wall-clock punctuation does). None when disabled or past the last representable instant."""
-        seconds = ctx.settings.resync_seconds
-        if seconds <= 0:
-            return None
-        period = max(timedelta(seconds=seconds), _TICK)
-        periods = 1 if ctx.clock is None or ctx.clock < ctx.now else (ctx.clock - ctx.now) // period + 1
-        try:
-            return ctx.now + period * periods
-        except OverflowError:
-            return None
-
-    @staticmethod
-    def _published(
-        state: PlacementState, evaluation: Evaluation, warning: tuple[str, str] | None, now: datetime
-    ) -> Published:
-        previous = state.published.conditions if state.published is not None else ()
-        return Published(
-            pages=tuple(evaluation.pages),
-            selected=len(evaluation.selected),
-            conditions=tuple(set_conditions(previous, evaluation.conditions, now)),
-            warning=warning,
-            generation=state.placement.metadata.generation,
-            evaluation_time=now,
-        )
-
-    @staticmethod
-    def _with_due(state: PlacementState, due: datetime | None) -> PlacementState:
-        """The state with its timer at `due`: the same object when nothing changes, so nothing is rewritten."""
-        return state if state.due == due else PlacementState(state.placement, state.published, due)
-
     # --- SubjectEngine ---------------------------------------------------------------------------
     def on_event(
         self, key: str, state: PlacementState | None, event: DecodedEvent, ctx: EngineContext
@@ -185,20 +151,20 @@ class ClusterPlacementEngine:
         placement = state.placement
         self._ranges.pop(key, None)
         if placement.metadata.deletion_timestamp is not None:
-            return Step(self._with_due(state, None))
+            return Step(with_due(state, None))
         if placement.metadata.annotations.get(DISABLE_ANNOTATION) == "true":
-            return Step(self._with_due(state, None))
+            return Step(with_due(state, None))
         try:
             emits, state, last = self._decide_once(key, state, ctx, follow_up=True)
         except EvaluationError as exc:
             _log.error("placement %s not evaluated: %s", key, exc)
-            return Step(self._with_due(state, self._resync(ctx)))
+            return Step(with_due(state, next_resync(ctx)))
         ranges = {p.name: p.range for p in last.prioritizers if p.range is not None}
         if ranges:
             self._ranges[key] = ranges
-        candidates = [instant for instant in (last.due, self._resync(ctx)) if instant is not None]
+        candidates = [instant for instant in (last.due, next_resync(ctx)) if instant is not None]
         due = min(candidates) if candidates else None
-        return Step(self._with_due(state, due), tuple(emits))
+        return Step(with_due(state, due), tuple(emits))
 
     def _decide_once(
         self, key: str, state: PlacementState, ctx: EngineContext, *, follow_up: bool
@@ -213,7 +179,7 @@ class ClusterPlacementEngine:
             evaluation.pages, len(evaluation.selected), warning, conditions
         ):
             return [], state, evaluation
-        published = self._published(state, evaluation, warning, ctx.now)
+        published = published_answer(state, evaluation, warning, ctx.now)
         if evaluation.fleet is not None and len(evaluation.selected_ids) == len(published.decided):
             published.remember_ids(evaluation.fleet, evaluation.selected_ids)
         meta = state.placement.metadata
@@ -225,30 +191,14 @@ class ClusterPlacementEngine:
         new_state = PlacementState(state.placement, published, state.due)
         decided = published.decided
         current = state.current()
-        if follow_up and decided != current and self._follow_up_may_differ(evaluation, current, decided, ctx):
+        if (
+            follow_up
+            and decided != current
+            and follow_up_may_differ(evaluation, current, decided, self.view(ctx.inventory).no_select_if_new)
+        ):
             more, new_state, evaluation = self._decide_once(key, new_state, ctx, follow_up=False)
             emits.extend(more)
         return emits, new_state, evaluation
-
-    def _follow_up_may_differ(
-        self, evaluation: Evaluation, before: frozenset[str], after: frozenset[str], ctx: EngineContext
-    ) -> bool:
-        """Whether re-evaluating with the new decision as current decisions can change the answer (L5).
-
-        Only Steady and NoSelectIfNew read the current decisions. With a non-negative Steady weight the
-        boost moves exactly onto the selected clusters, which keeps them on top. NoSelectIfNew lets a tainted
-        cluster pass only while it is decided: the clusters it filters differ between the two evaluations
-        only for tainted clusters that were decided before and are not now (they passed, and now would
-        not). A new placement (nothing decided before) never needs the follow-up; a failed evaluation does
-        not depend on the current decisions at all.
-        """
-        if evaluation.status.failed:
-            return False
-        if any(p.name == "Steady" and p.weight < 0 for p in evaluation.prioritizers):
-            return True
-        # the few NoSelectIfNew clusters are searched, not the hundreds a decision holds
-        dropped = [name for name in self.view(ctx.inventory).no_select_if_new() if name in before and name not in after]
-        return bool(dropped) and not set(evaluation.available).isdisjoint(dropped)
 
     def on_timer(self, key: str, state: PlacementState, ctx: EngineContext) -> Step[PlacementState]:
         """A toleration or score expiry, or the resync, is due: re-evaluate."""

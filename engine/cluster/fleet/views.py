@@ -297,10 +297,8 @@ class InventoryView:
 
         `scores()`-free (`pure`) outcomes are kept against the cluster object they were computed on, across
         inventory versions, so one changed cluster or taint does not re-run every expression on every cluster;
-        the others depend on scores too and are kept for this version only. When the expressions read the
-        cluster through fixed paths only (`reads`), an outcome also serves every cluster with the same values
-        at those paths: a fleet has few distinct label values, and cel-python costs about 0.3 ms per run.
-        """
+        the others depend on scores too and are kept for this version only. With fixed read paths (`reads`),
+        an outcome also serves every cluster with the same values there (a fleet has few distinct labels)."""
         name = key[1]
         if not pure:
             cached = self._cel_results.get(key)
