@@ -13,13 +13,17 @@ import logging
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaConnectionError, KafkaError
 
+from streams.errors import SettingsError
+from streams.kafka.access import describe_failure, probe_connection
+from streams.kafka.security import CredentialsError, connection_options
+from streams.settings import KafkaSettings, load_settings
 from topics.codec import decode_event, encode_event
 from topics.errors import ContractError
 from topics.k8s import ObjectReference
@@ -57,6 +61,14 @@ class AdvisorConfig:
     name: str
     topic_prefix: str = ""
     group_id: str | None = None
+    security: KafkaSettings = field(default_factory=KafkaSettings)
+    """TLS and SASL settings, read like the processor's (PLACEMENT_KAFKA__SECURITY_PROTOCOL, ..._SASL_USERNAME,
+    ..._SASL_PASSWORD_FILE, ...): each advisor can run as its own principal; its bootstrap servers and group come
+    from the options."""
+
+    def client_options(self) -> dict[str, Any]:
+        """aiokafka connection arguments of every client this advisor creates."""
+        return {**connection_options(self.security), "bootstrap_servers": self.bootstrap}
 
     def topic(self, role: TopicRole) -> str:
         """The topic of a role: the prefix plus the default name (as the service's `TopicNames.prefixed`)."""
@@ -75,7 +87,12 @@ class AdvisorConfig:
 
 def base_parser(description: str) -> argparse.ArgumentParser:
     """The options every advisor takes."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(
+        description=description,
+        epilog="Kafka TLS and SASL settings are read from the environment, as the processor reads them "
+        "(PLACEMENT_KAFKA__SECURITY_PROTOCOL, PLACEMENT_KAFKA__SASL_USERNAME, PLACEMENT_KAFKA__SASL_PASSWORD_FILE, "
+        "PLACEMENT_KAFKA__SSL_CA_FILE, ...; see docs/security.md); secrets are never taken as options.",
+    )
     parser.add_argument("--bootstrap", default="127.0.0.1:9092", help="Kafka bootstrap servers (host:port,...)")
     parser.add_argument("--name", required=True, help="advisor name, as listed in the rules' spec.advisors")
     parser.add_argument("--topic-prefix", default="", help="prefix of every topic name (as the processor's)")
@@ -92,7 +109,13 @@ def configure_logging(level: str) -> None:
 def start_from_args(args: argparse.Namespace) -> AdvisorConfig:
     """Logging set up and the connection settings of `base_parser` options: the shared start of every `main`."""
     configure_logging(args.log_level)
-    return AdvisorConfig(bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group)
+    try:
+        security = load_settings().kafka
+    except SettingsError as exc:
+        raise SystemExit(f"advisor {args.name}: {exc}") from None
+    return AdvisorConfig(
+        bootstrap=args.bootstrap, name=args.name, topic_prefix=args.topic_prefix, group_id=args.group, security=security
+    )
 
 
 def parse_arguments(parser: argparse.ArgumentParser, parse: Callable[[str], T], values: Sequence[str]) -> list[T]:
@@ -172,14 +195,14 @@ async def serve(
     """
     consumer = AIOKafkaConsumer(
         config.topic(TopicRole.ADVISOR_REQUESTS),
-        bootstrap_servers=config.bootstrap,
+        **config.client_options(),
         group_id=config.group,
         client_id=f"advisor-{config.name}",
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
     )
-    producer = AIOKafkaProducer(bootstrap_servers=config.bootstrap, client_id=f"advisor-{config.name}", acks="all")
+    producer = AIOKafkaProducer(**config.client_options(), client_id=f"advisor-{config.name}", acks="all")
     await producer.start()
     try:
         await consumer.start()
@@ -223,7 +246,14 @@ def run_main(main: Callable[[asyncio.Event], Awaitable[None]]) -> int:
 
     try:
         asyncio.run(runner())
-    except KafkaError as exc:
-        _LOG.error("advisor stopped: %s", exc)
+    except (KafkaError, CredentialsError) as exc:
+        try:
+            security = load_settings().kafka  # as start_from_args read it, to name the principal
+        except SettingsError:
+            security = KafkaSettings()
+        cause = exc
+        if isinstance(exc, KafkaConnectionError):  # aiokafka's "Unable to bootstrap" hides a refused login
+            cause = asyncio.run(probe_connection(security)) or exc
+        _LOG.error("advisor stopped: %s", describe_failure(cause, security) or exc)
         return 1
     return 0

@@ -90,7 +90,7 @@ async def follow_cluster_status(config: AdvisorConfig, table: CpuTable, stop: as
     topic = config.topic(TopicRole.CLUSTER_STATUS)
     consumer = AIOKafkaConsumer(
         topic,
-        bootstrap_servers=config.bootstrap,
+        **config.client_options(),
         client_id=f"advisor-{config.name}-status",
         group_id=None,
         enable_auto_commit=False,

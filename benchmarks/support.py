@@ -7,10 +7,13 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from localbroker.testing import session_broker
+from streams.kafka.security import connection_options
+from streams.settings import load_settings
 
-__all__ = ["kafka_broker", "peak_rss_mib", "percentiles", "print_figures", "print_table"]
+__all__ = ["client_options", "kafka_broker", "peak_rss_mib", "percentiles", "print_figures", "print_table"]
 
 
 @contextmanager
@@ -18,6 +21,14 @@ def kafka_broker() -> Iterator[str]:
     """KAFKA_BOOTSTRAP_SERVERS when set, else a throwaway local broker (started and stopped here)."""
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir, session_broker(Path(data_dir)) as bootstrap:
         yield bootstrap
+
+
+def client_options(bootstrap: str) -> dict[str, Any]:
+    """aiokafka connection arguments for the benchmark's own clients: `bootstrap`, with the TLS and SASL settings
+    the processor reads (PLACEMENT_KAFKA__SECURITY_PROTOCOL, ...), so a benchmark runs against a secured cluster
+    as the processor does."""
+    kafka = load_settings(kafka={"bootstrap_servers": bootstrap}).kafka
+    return connection_options(kafka)
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, str]:

@@ -26,8 +26,10 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
 
+from localbroker.errors import LocalBrokerError
 from localbroker.fetch import ensure_kafka_libs
 from localbroker.procs import free_ports, log_tail, owns_pid, port_is_free, port_open, process_alive, run_sync
+from localbroker.secure import SecureFiles, scram_arguments, secure_properties
 
 __all__ = ["BrokerError", "BrokerState", "LocalBroker", "broker_status", "new_cluster_id", "wait_until_ready"]
 
@@ -52,7 +54,7 @@ logger.server.level = INFO
 _log = logging.getLogger(__name__)
 
 
-class BrokerError(RuntimeError):
+class BrokerError(LocalBrokerError):
     """The local broker could not be formatted, started or stopped."""
 
 
@@ -63,10 +65,16 @@ class BrokerState:
     broker_port: int
     controller_port: int
     cluster_id: str
+    ssl_port: int | None = None
+    """Set for a secured broker: the mutual-TLS listener (``broker_port`` is then SASL_SSL)."""
 
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.broker_port}"
+
+    @property
+    def secure(self) -> bool:
+        return self.ssl_port is not None
 
 
 def new_cluster_id() -> str:
@@ -77,7 +85,7 @@ def new_cluster_id() -> str:
             return cid
 
 
-def _server_properties(state: BrokerState, log_dir: Path) -> str:
+def _server_properties(state: BrokerState, log_dir: Path, secure: SecureFiles | None = None) -> str:
     controller = f"{HOST}:{state.controller_port}"
     listeners = f"PLAINTEXT://{HOST}:{state.broker_port},CONTROLLER://{controller}"
     props = {
@@ -101,11 +109,14 @@ def _server_properties(state: BrokerState, log_dir: Path) -> str:
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
+    if secure is not None and state.ssl_port is not None:
+        ports = {"SASL_SSL": state.broker_port, "SSL": state.ssl_port, "CONTROLLER": state.controller_port}
+        props.update(secure_properties(secure, secure.users(), HOST, ports))
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
-async def _probe(bootstrap: str) -> bool:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+async def _probe(bootstrap: str, options: dict[str, Any]) -> bool:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, **options)
     try:
         await admin.start()
         cluster = await admin.describe_cluster()
@@ -121,10 +132,12 @@ async def wait_until_ready(
     timeout: float = 60.0,
     alive: Callable[[], bool] | None = None,
     describe: Callable[[], str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> None:
     """Retry an admin request until the broker serves metadata; a bare TCP accept comes earlier than that.
 
-    ``alive()`` (optional) returning False aborts early; ``describe()`` supplies the failure detail.
+    ``alive()`` (optional) returning False aborts early; ``describe()`` supplies the failure detail; ``options`` are
+    the admin client's security arguments (a secured broker's).
     """
     host, port = bootstrap.rsplit(":", 1)
     deadline = time.monotonic() + timeout
@@ -132,7 +145,7 @@ async def wait_until_ready(
         if alive is not None and not alive():
             raise BrokerError(f"broker process exited before becoming ready\n{describe() if describe else ''}")
         # Cheap TCP check first, so aiokafka does not log a connection error per attempt while the JVM boots.
-        if await port_open(host, int(port)) and await _probe(bootstrap):
+        if await port_open(host, int(port)) and await _probe(bootstrap, options or {}):
             return
         await asyncio.sleep(0.2)
     raise BrokerError(f"broker at {bootstrap} not ready after {timeout:g} s\n{describe() if describe else ''}")
@@ -149,8 +162,14 @@ class LocalBroker:
         java: str | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 30.0,
+        secure: bool = False,
+        users: dict[str, str | None] | None = None,
     ) -> None:
+        """``secure``: SASL_SSL, mutual TLS and ACLs (see localbroker/secure.py), with ``users`` (name -> password,
+        None for a random one) besides ``admin``; both take effect when the data dir is first formatted."""
         self.data_dir = Path(data_dir).expanduser().resolve()
+        self._secure = secure
+        self._wanted_users = dict(users or {})
         self._libs = libs
         self._java = java
         self.startup_timeout = startup_timeout
@@ -177,8 +196,26 @@ class LocalBroker:
         return self.data_dir / PID_FILE
 
     @property
+    def tls(self) -> SecureFiles:
+        """The CA, certificates and users of a secured broker."""
+        return SecureFiles(self.data_dir / "tls")
+
+    @property
+    def tls_bootstrap(self) -> str:
+        """The mutual-TLS listener of a secured broker."""
+        state = self.state or self.load_state()
+        if state is None or state.ssl_port is None:
+            raise BrokerError(f"{self.data_dir} holds no secured broker")
+        return f"{HOST}:{state.ssl_port}"
+
+    def admin_options(self) -> dict[str, Any]:
+        """aiokafka security arguments of the super user (empty for a plaintext broker)."""
+        state = self.state or self.load_state()
+        return self.tls.admin_options() if state is not None and state.secure else {}
+
+    @property
     def bootstrap(self) -> str:
-        """``127.0.0.1:<port>``; available once the data dir has been prepared."""
+        """``127.0.0.1:<port>`` (SASL_SSL when secured); available once the data dir has been prepared."""
         state = self.state or self.load_state()
         if state is None:
             raise BrokerError(f"{self.data_dir} holds no broker state yet: start() it first")
@@ -190,7 +227,13 @@ class LocalBroker:
         if not path.is_file():
             return None
         raw = json.loads(path.read_text())
-        return BrokerState(int(raw["broker_port"]), int(raw["controller_port"]), str(raw["cluster_id"]))
+        ssl_port = raw.get("ssl_port")
+        return BrokerState(
+            int(raw["broker_port"]),
+            int(raw["controller_port"]),
+            str(raw["cluster_id"]),
+            None if ssl_port is None else int(ssl_port),
+        )
 
     def _java_command(self, *jvm_flags: str) -> list[str]:
         java = self._java or (
@@ -211,10 +254,15 @@ class LocalBroker:
         if state is None:
             if formatted:
                 raise BrokerError(f"{log_dir} is formatted but {STATE_FILE} is missing: use a fresh data dir")
-            broker_port, controller_port = free_ports(2)  # before formatting: --standalone records them
-            state = BrokerState(broker_port, controller_port, new_cluster_id())
+            broker_port, controller_port, ssl_port = free_ports(3)  # before formatting: --standalone records them
+            state = BrokerState(broker_port, controller_port, new_cluster_id(), ssl_port if self._secure else None)
             (self.data_dir / STATE_FILE).write_text(json.dumps(state.__dict__, indent=2) + "\n")
-        self.server_properties.write_text(_server_properties(state, log_dir))
+        secure = self.tls if state.secure else None
+        users = secure.prepare(self._wanted_users) if secure is not None else {}
+        if self._secure and not state.secure:
+            raise BrokerError(f"{self.data_dir} holds a plaintext broker: use another data dir for a secured one")
+        self.server_properties.write_text(_server_properties(state, log_dir, secure))
+        self.server_properties.chmod(0o600)  # a secured broker's holds the admin password
         self.log4j_properties.write_text(LOG4J2_PROPERTIES)
         if not formatted:
             command = [
@@ -225,6 +273,7 @@ class LocalBroker:
                 f"--cluster-id={state.cluster_id}",
                 "-c",
                 str(self.server_properties),
+                *scram_arguments(users),
             ]
             done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=180)
             if done.returncode != 0:
@@ -248,7 +297,7 @@ class LocalBroker:
             self.state = self.load_state()
             return self.bootstrap
         state = self._prepare()
-        for port in (state.broker_port, state.controller_port):
+        for port in (state.broker_port, state.controller_port, *([state.ssl_port] if state.ssl_port else [])):
             if not port_is_free(port):
                 raise BrokerError(f"port {port} recorded in {self.data_dir / STATE_FILE} is in use by another process")
         command = [*self._java_command(*JVM_FLAGS), "kafka.Kafka", str(self.server_properties)]
@@ -271,6 +320,7 @@ class LocalBroker:
                     self.startup_timeout,
                     alive=lambda: proc.poll() is None,
                     describe=lambda: f"--- tail of {self.log_file} ---\n{log_tail(self.log_file)}",
+                    options=self.admin_options(),
                 )
             )
         except BaseException:
@@ -349,6 +399,7 @@ def broker_status(data_dir: Path | str) -> dict[str, Any]:
         "running": pid is not None,
         "pid": pid,
         "bootstrap": state.bootstrap if state else None,
+        "secure": bool(state and state.secure),
         "data_dir": str(broker.data_dir),
         "log": str(broker.log_file),
     }

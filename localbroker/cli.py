@@ -2,7 +2,8 @@
 
 ``start`` leaves the broker running in the background (its own process group, a pid file in the data dir) and
 prints the bootstrap address on stdout, so shells can do ``BOOTSTRAP=$(python -m localbroker start ...)``.
-Progress and timings go to stderr.
+Progress and timings go to stderr. ``stop`` and ``status`` without ``--data-dir`` find the broker that ``start``
+or the demo (``placement-stream demo``) left running.
 """
 
 from __future__ import annotations
@@ -13,76 +14,86 @@ import sys
 from pathlib import Path
 
 from localbroker.broker import BrokerError, LocalBroker, broker_status
-from localbroker.fetch import KafkaLibsError, default_cache_root, ensure_kafka_libs
+from localbroker.commands import add_commands, default_data_dir, known_data_dirs
+from localbroker.fetch import KafkaLibsError, ensure_kafka_libs
+from localbroker.secure import TlsError, write_client_settings
 
-__all__ = ["main"]
-
-
-def _default_data_dir() -> Path:
-    return default_cache_root() / "broker"
+__all__ = ["main", "run_command"]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="localbroker", description="Local Apache Kafka broker without Docker.")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    fetch = commands.add_parser("fetch", help="download the broker classpath into the cache (once)")
-    fetch.add_argument("--cache-dir", type=Path, default=None, help="default: $PLACEMENT_CACHE_DIR or .cache")
-    fetch.add_argument("--kafka-version", default=None, help="Kafka version (default: $KAFKA_VERSION or 4.4.0)")
-
-    for name, text in (
-        ("start", "start a broker in the background and print its bootstrap address"),
-        ("stop", "stop the broker of a data dir"),
-        ("status", "report whether the broker of a data dir runs (exit 0) or not (exit 1)"),
-    ):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--data-dir", type=Path, default=None, help="broker data dir (default: <cache>/broker)")
-        if name == "start":
-            sub.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
-            sub.add_argument("--kafka-version", default=None, help="Kafka version (default: $KAFKA_VERSION or 4.4.0)")
-        if name == "stop":
-            sub.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL")
-        if name == "status":
-            sub.add_argument("--json", action="store_true", help="print the status as JSON")
+    add_commands(parser)
     return parser
+
+
+def _find_running(data_dir: Path | None) -> Path:
+    """The named data dir, else the first known one whose broker runs, else the default one."""
+    if data_dir is not None:
+        return data_dir
+    for candidate in known_data_dirs():
+        if LocalBroker(candidate).running_pid() is not None:
+            return candidate
+    return default_data_dir()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit code (errors print one message, not a traceback)."""
-    args = _parser().parse_args(argv)
+    return run_command(_parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the command `add_commands` parsed."""
     try:
-        if args.command == "fetch":
+        if args.broker_command == "fetch":
             print(ensure_kafka_libs(args.cache_dir, args.kafka_version))
             return 0
-        data_dir: Path = args.data_dir or _default_data_dir()
-        if args.command == "start":
-            libs = ensure_kafka_libs(version=args.kafka_version)
-            broker = LocalBroker(data_dir, libs, startup_timeout=args.timeout)
-            already = broker.running_pid()
-            bootstrap = broker.start()
-            broker.detach()
-            if already is not None:
-                print(f"localbroker: already running (pid {already})", file=sys.stderr)
-            else:
-                print(f"localbroker: ready in {broker.start_seconds:.1f} s, log {broker.log_file}", file=sys.stderr)
-            print(bootstrap)
-            return 0
-        if args.command == "stop":
+        if args.broker_command == "start":
+            return _start(args)
+        data_dir = _find_running(args.data_dir)
+        if args.broker_command == "stop":
             broker = LocalBroker(data_dir, stop_timeout=args.timeout)
             if broker.running_pid() is None:
                 print(f"localbroker: no broker running on {broker.data_dir}", file=sys.stderr)
                 return 0
             broker.stop()
-            print(f"localbroker: stopped in {broker.stop_seconds:.1f} s", file=sys.stderr)
+            print(f"localbroker: stopped {broker.data_dir} in {broker.stop_seconds:.1f} s", file=sys.stderr)
             return 0
         status = broker_status(data_dir)
         if args.json:
             print(json.dumps(status))
         elif status["running"]:
-            print(f"running pid={status['pid']} bootstrap={status['bootstrap']} log={status['log']}")
+            secure = " secure" if status["secure"] else ""
+            print(f"running{secure} pid={status['pid']} bootstrap={status['bootstrap']} log={status['log']}")
         else:
             print(f"stopped data_dir={status['data_dir']}")
         return 0 if status["running"] else 1
-    except (BrokerError, KafkaLibsError) as exc:
+    except (BrokerError, KafkaLibsError, TlsError) as exc:
         print(f"localbroker: {exc}", file=sys.stderr)
         return 2
+
+
+def _start(args: argparse.Namespace) -> int:
+    if args.user and not args.secure:
+        print("localbroker: --user needs --secure", file=sys.stderr)
+        return 2
+    libs = ensure_kafka_libs(version=args.kafka_version)
+    data_dir: Path = args.data_dir or default_data_dir()
+    users: dict[str, str | None] = dict.fromkeys(args.user)
+    broker = LocalBroker(data_dir, libs, startup_timeout=args.timeout, secure=args.secure, users=users)
+    already = broker.running_pid()
+    bootstrap = broker.start()
+    broker.detach()
+    if already is not None:
+        print(f"localbroker: already running (pid {already})", file=sys.stderr)
+    else:
+        print(f"localbroker: ready in {broker.start_seconds:.1f} s, log {broker.log_file}", file=sys.stderr)
+    if broker.state is not None and broker.state.secure:
+        written = write_client_settings(broker.tls, bootstrap)
+        print(
+            f"localbroker: secured; client settings (no secrets inline) in {', '.join(str(p) for p in written)}; "
+            f"mutual TLS on {broker.tls_bootstrap}",
+            file=sys.stderr,
+        )
+    print(bootstrap)
+    return 0

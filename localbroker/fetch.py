@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from localbroker.errors import LocalBrokerError
+
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "FALLBACK_KAFKA_VERSION",
@@ -53,7 +55,7 @@ _SLF4J_BINDINGS = (
 )
 
 
-class KafkaLibsError(RuntimeError):
+class KafkaLibsError(LocalBrokerError):
     """The broker classpath could not be resolved or is unusable."""
 
 

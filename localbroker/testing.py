@@ -11,12 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from localbroker.broker import BrokerError, LocalBroker
+from localbroker.errors import LocalBrokerError
 from localbroker.fetch import KafkaLibsError, ensure_kafka_libs
+from localbroker.secure import TlsError
 
-__all__ = ["BrokerUnavailable", "external_bootstrap", "session_broker"]
+__all__ = ["BrokerUnavailable", "external_bootstrap", "secure_broker", "session_broker"]
 
 
-class BrokerUnavailable(RuntimeError):
+class BrokerUnavailable(LocalBrokerError):
     """No broker could be provided; tests must fail (not skip) so CI never silently drops Kafka coverage."""
 
 
@@ -29,7 +31,7 @@ def external_bootstrap() -> str | None:
 def _unavailable_on_error() -> Iterator[None]:
     try:
         yield
-    except (BrokerError, KafkaLibsError) as exc:
+    except (BrokerError, KafkaLibsError, TlsError) as exc:
         raise BrokerUnavailable(
             f"could not fetch or start a local Kafka broker (set KAFKA_BOOTSTRAP_SERVERS to use one): {exc}"
         ) from exc
@@ -47,5 +49,18 @@ def session_broker(data_dir: Path) -> Iterator[str]:
         bootstrap = broker.start()
     try:
         yield bootstrap
+    finally:
+        broker.stop()
+
+
+@contextmanager
+def secure_broker(data_dir: Path, users: dict[str, str | None]) -> Iterator[LocalBroker]:
+    """Yield a started secured local broker (SASL_SSL, mutual TLS, ACLs) with ``users`` besides ``admin``; always
+    local, as the tests grant and revoke ACLs as its super user."""
+    with _unavailable_on_error():
+        broker = LocalBroker(data_dir, ensure_kafka_libs(), secure=True, users=users)
+        broker.start()
+    try:
+        yield broker
     finally:
         broker.stop()

@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/python -m localbroker fetch
 echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
-echo "== mypy (strict: topics, engine)"; .venv/bin/mypy
+echo "== mypy (strict: topics, engine, streams, advisors, deployers, localbroker)"; .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest "$@"

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from localbroker.commands import add_commands as add_broker_commands
 from streams.errors import ServiceError
 
 __all__ = ["main"]
@@ -35,6 +36,14 @@ def _parser() -> argparse.ArgumentParser:
         "--explain", action="append", default=[], metavar="NS/NAME", help="placements with explain data"
     )
     replay.add_argument("--advisor-timeout", type=float, help="seconds an advisor round waits (default 30)")
+    replay.add_argument(
+        "--all",
+        action="store_true",
+        help="print every record, changelog included (default: decisions, advisor requests and dead letters)",
+    )
+    replay.add_argument(
+        "--keep-going", action="store_true", help="exit 0 even when lines were dead-lettered or could not be replayed"
+    )
 
     explain = sub.add_parser(
         "explain", help="how one subject was decided: after replaying FILE, or from a running processor (--url)"
@@ -52,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--queue-config", type=Path)
 
-    schemas = sub.add_parser("schemas", help="write the JSON Schema of every event type")
+    schemas = sub.add_parser(
+        "schemas", help="write the JSON Schema of every event type: the CloudEvents envelope with its data"
+    )
     schemas.add_argument("--out", type=Path, help="folder for one <type>.schema.json per event (default: stdout)")
 
     check = sub.add_parser(
@@ -60,11 +71,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", type=Path)
 
-    broker = sub.add_parser("broker", help="local Apache Kafka for development: fetch | start | stop | status")
-    broker.add_argument("args", nargs=argparse.REMAINDER)
+    broker = sub.add_parser(
+        "broker",
+        help="local Apache Kafka for development: fetch | start | stop | status",
+        description="A local single-node Apache Kafka broker without Docker (plaintext, or --secure).",
+    )
+    add_broker_commands(broker)
+
+    from streams.apply.arguments import add_arguments as add_apply_arguments
+
+    for verb, text in (
+        ("apply", "publish Kubernetes YAML/JSON documents as the contract's events (like kubectl apply -f)"),
+        ("delete", "publish the deletion of the objects the documents name (like kubectl delete -f)"),
+    ):
+        add_apply_arguments(sub.add_parser(verb, help=text, description=text), delete=verb == "delete")
 
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
+    demo.add_argument("--deployed-dir", type=Path, help="where the example deployer writes (.cache/demo-deployed)")
     return parser
 
 
@@ -133,16 +157,25 @@ def _lines(name: str) -> Iterator[Any]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from streams.replay import Replayer
+    from streams.replay import PEOPLE_ROLES, Replayer
     from streams.settings import load_settings
 
     settings = load_settings(explain=[f"Placement/{p}" for p in args.explain])
     if args.advisor_timeout:
         settings = settings.model_copy(update={"advisor_timeout_seconds": args.advisor_timeout})
-    replayer = Replayer(settings, sys.stdout.buffer, queue_config=args.queue_config)
+    replayer = Replayer(
+        settings,
+        sys.stdout.buffer,
+        queue_config=args.queue_config,
+        show=None if args.all else PEOPLE_ROLES,
+        on_dead_letter=lambda text: print(text, file=sys.stderr, flush=True),
+    )
     with _lines(args.file) as lines:
         bad = replayer.run(lines)
-    return 1 if bad else 0
+    if bad or replayer.dead_letters:
+        print(f"{bad} line(s) could not be replayed, {replayer.dead_letters} record(s) dead-lettered", file=sys.stderr)
+        return 0 if args.keep_going else 1
+    return 0
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -167,8 +200,8 @@ def _explain_replayed(args: argparse.Namespace, key: str) -> dict[str, Any] | No
     from streams.replay import Replayer
     from streams.settings import load_settings
 
-    replayer = Replayer(load_settings(explain=[key]), _Discard(), queue_config=args.queue_config)
-    with _lines(args.file) as lines:
+    with open(os.devnull, "wb") as discard, _lines(args.file) as lines:  # only the state afterwards matters
+        replayer = Replayer(load_settings(explain=[key]), discard, queue_config=args.queue_config)
         replayer.run(lines)
     return replayer.runtime.explain(key, replayer.now)
 
@@ -178,9 +211,11 @@ def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
     from urllib.parse import quote
 
     from streams.http import http_get
+    from streams.settings import load_settings
 
+    bearer = load_settings().explain_bearer()  # PLACEMENT_EXPLAIN_TOKEN(_FILE), as the processor reads it
     try:
-        status, body = http_get(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10)
+        status, body = http_get(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10, bearer=bearer)
     except OSError as exc:
         raise ServiceError(f"{url}: {getattr(exc, 'reason', exc)}") from exc
     if status == 404:
@@ -201,12 +236,9 @@ def _error_of(body: bytes) -> str:
 
 
 def _schemas(args: argparse.Namespace) -> int:
-    from topics.events import EVENT_KINDS
+    from topics.schemas import all_event_schemas
 
-    documents = {
-        kind.wire_type(): kind.data_model.model_json_schema(by_alias=True, mode="serialization")
-        for kind in EVENT_KINDS.values()
-    }
+    documents = all_event_schemas()
     if args.out is None:
         sys.stdout.buffer.write(orjson.dumps(documents, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
         return 0
@@ -224,23 +256,21 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _broker(args: argparse.Namespace) -> int:
-    from localbroker.cli import main as broker_main
+    from localbroker.cli import run_command
 
-    return broker_main(list(args.args))
+    return run_command(args)
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from streams.apply.command import main_from_args
+
+    return main_from_args(args, delete=args.command == "delete")
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from streams.demo import run_demo
+    from streams.demo import main as demo_main
 
-    return asyncio.run(run_demo(keep_running=args.keep_running))
-
-
-class _Discard:
-    def write(self, data: bytes) -> int:
-        return len(data)
-
-    def flush(self) -> None:
-        return None
+    return demo_main(keep_running=args.keep_running, deployed=args.deployed_dir)
 
 
 _COMMANDS = {
@@ -250,5 +280,7 @@ _COMMANDS = {
     "schemas": _schemas,
     "check-config": _check_config,
     "broker": _broker,
+    "apply": _apply,
+    "delete": _apply,
     "demo": _demo,
 }

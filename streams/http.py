@@ -1,9 +1,14 @@
 """A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>;
-and the GET its clients (`explain --url`, benchmarks, tests) read it with."""
+and the GET its clients (`explain --url`, benchmarks, tests) read it with.
+
+The probes and metrics are safe to expose; /explain shows placement internals (scores, candidates, reasons), so it
+can require a bearer token, compared in constant time.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import urllib.error
 import urllib.request
@@ -22,6 +27,7 @@ __all__ = ["HealthServer", "http_get"]
 
 _log = logging.getLogger(__name__)
 _JSON = "application/json"
+_MAX_HEADERS = 100
 
 
 class HealthServer:
@@ -33,9 +39,11 @@ class HealthServer:
         alive: Callable[[], bool],
         ready: Callable[[], bool],
         explain: Callable[[str], dict[str, Any] | None] | None = None,
+        explain_token: str | None = None,
     ) -> None:
         self._metrics = metrics
         self._explain = explain
+        self._explain_token = explain_token.encode() if explain_token else None
         self._alive = alive
         self._ready = ready
         self._server: asyncio.Server | None = None
@@ -55,17 +63,24 @@ class HealthServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await asyncio.wait_for(reader.readline(), 5)
-            while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
-                pass
+            authorization = b""
+            for _ in range(_MAX_HEADERS):
+                line = await asyncio.wait_for(reader.readline(), 5)
+                if line in (b"\r\n", b"\n", b""):
+                    break
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"authorization":
+                    authorization = value.strip()
             parts = request.decode(errors="replace").split()
             path = parts[1].split("?", 1)[0] if len(parts) > 1 else "/"
             try:
-                status, body, ctype = self._route(path)
+                status, body, ctype = self._route(path, authorization)
             except Exception:  # a failing handler answers 500: the client never sees a dropped connection
                 _log.exception("HTTP %s failed", path)
                 status, body, ctype = "500 Internal Server Error", _error("internal error, see the service log"), _JSON
+            challenge = "WWW-Authenticate: Bearer\r\n" if status.startswith("401") else ""
             head = (
-                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                f"HTTP/1.1 {status}\r\n{challenge}Content-Type: {ctype}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             )
             writer.write(head.encode() + body)
@@ -75,10 +90,12 @@ class HealthServer:
         finally:
             writer.close()
 
-    def _route(self, path: str) -> tuple[str, bytes, str]:
+    def _route(self, path: str, authorization: bytes = b"") -> tuple[str, bytes, str]:
         if path == "/metrics":
             return "200 OK", generate_latest(self._metrics.registry), CONTENT_TYPE_LATEST
         if path.startswith("/explain/") and self._explain is not None:
+            if not self._authorized(authorization):
+                return "401 Unauthorized", _error("/explain needs an Authorization: Bearer token"), _JSON
             return _explain_answer(self._explain, unquote(path.removeprefix("/explain/")))
         if path in ("/healthz", "/livez"):
             ok = self._alive()
@@ -87,6 +104,12 @@ class HealthServer:
         else:
             return "404 Not Found", b"not found\n", "text/plain"
         return ("200 OK", b"ok\n", "text/plain") if ok else ("503 Service Unavailable", b"not ok\n", "text/plain")
+
+    def _authorized(self, authorization: bytes) -> bool:
+        if self._explain_token is None:
+            return True
+        scheme, _, token = authorization.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._explain_token)
 
 
 def _explain_answer(explain: Callable[[str], dict[str, Any] | None], text: str) -> tuple[str, bytes, str]:
@@ -106,14 +129,16 @@ def _error(message: str) -> bytes:
     return orjson.dumps({"error": message}) + b"\n"
 
 
-def http_get(url: str, timeout: float) -> tuple[int, bytes]:
-    """Status and body of a GET, an error status included (blocking: from async code, run it in a thread).
+def http_get(url: str, timeout: float, bearer: str | None = None) -> tuple[int, bytes]:
+    """Status and body of a GET, an error status included (blocking: from async code, run it in a thread);
+    `bearer` is sent as the Authorization token.
 
     Raises:
         OSError: nothing answered (urllib's URLError is one).
     """
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()

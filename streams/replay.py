@@ -1,13 +1,15 @@
 """Embedded mode: the same runtime over an in-memory bus, the clock driven by event times.
 
 Each input line is one batch, written out (and flushed) before the next line is read, so an interactive
-driver such as an advisor simulator can answer requests as they appear.
+driver such as an advisor simulator can answer requests as they appear. The command shows people what they
+asked about (decisions, advisor requests, dead letters) unless told to show everything, and reports every
+dead-lettered line on stderr with its number and reason.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -26,9 +28,14 @@ from streams.settings import Settings
 from topics.codec import decode_event
 from topics.names import TopicRole
 
-__all__ = ["ReplayError", "Replayer", "parse_time"]
+__all__ = ["PEOPLE_ROLES", "ReplayError", "Replayer", "parse_time"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DLQ = "__connect.errors."
+
+PEOPLE_ROLES = frozenset({TopicRole.DECISIONS, TopicRole.ADVISOR_REQUESTS, TopicRole.DEAD_LETTER})
+"""What the command prints by default: the answers, the questions to advisors and what was refused; the
+changelog is the processor's own bookkeeping."""
 
 
 class ReplayError(ServiceError, ValueError):
@@ -59,9 +66,18 @@ class Replayer:
         queue_config: Path | None = None,
         engines: list[SubjectEngine[Any]] | None = None,
         warn: Callable[[str], None] | None = None,
+        show: Collection[TopicRole] | None = None,
+        on_dead_letter: Callable[[str], None] | None = None,
     ) -> None:
+        """`show` limits the records written (None: all); `on_dead_letter` hears `line N: ...` per dead letter."""
         self.settings = settings
         self.out = out
+        self.show = None if show is None else frozenset(show)
+        self.on_dead_letter = on_dead_letter
+        self.dead_letters = 0
+        """Records dead-lettered so far (whether shown or not)."""
+        self.line_number = 0
+        self._key_problem = ""
         tune_garbage_collector(settings.gc_threshold)
         self.warn = warn or (lambda text: print(text, file=sys.stderr))
         self._names = settings.topics.roles()
@@ -79,6 +95,7 @@ class Replayer:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
+            self.line_number = number
             try:
                 self.feed(line)
             except ReplayError as exc:
@@ -106,8 +123,11 @@ class Replayer:
             raise ReplayError(f"unknown topic {item['topic']!r}")
         raw = self._value_bytes(value, line)
         key = item.get("key")
+        self._key_problem = ""
         if key is None and raw is not None:
-            key = _derive_key(role, raw)
+            key, self._key_problem = _derive_key(role, raw)
+        elif key is None:
+            self._key_problem = 'a null value (a tombstone) needs the "key" it deletes'
         offset = self._offsets.get(role, 0)
         self._offsets[role] = offset + 1
         record = InputRecord(
@@ -158,6 +178,10 @@ class Replayer:
     def _write(self, records: Iterable[OutputRecord]) -> None:
         out = self.out
         for record in records:
+            if record.topic is TopicRole.DEAD_LETTER:
+                self._report_dead_letter(record)
+            if self.show is not None and record.topic not in self.show:
+                continue
             rendered = self.render(record)
             try:
                 encoded = orjson.dumps(rendered)
@@ -166,6 +190,21 @@ class Replayer:
                 encoded = orjson.dumps(rendered)
             out.write(encoded + b"\n")
         out.flush()
+
+    def _report_dead_letter(self, record: OutputRecord) -> None:
+        """Count it and tell the listener why; a keyless line also says why no key could be derived, since the
+        runtime can only say that the key is missing."""
+        self.dead_letters += 1
+        if self.on_dead_letter is None:
+            return
+        headers = {name: value.decode(errors="replace") for name, value in record.headers}
+        stage = headers.get(_DLQ + "stage", "?")
+        reason = headers.get(_DLQ + "exception.message", "") or headers.get(_DLQ + "exception.class.name", "")
+        where = f"line {self.line_number}" if self.line_number else "input"
+        text = f"{where}: dead-lettered at {stage}: {reason}"
+        if self._key_problem:
+            text += f' (the line has no "key", and none can be derived: {self._key_problem})'
+        self.on_dead_letter(text)
 
     def _write_chunks(self, chunks: Iterable[Handover]) -> None:
         """Write each hand-over as the runtime produces it: a long run of timers is never held in memory."""
@@ -193,20 +232,21 @@ def _json_or_text(value: bytes | None) -> Any:
         return value.decode(errors="replace")
 
 
-def _derive_key(role: TopicRole, raw: bytes) -> str | None:
-    """The record key a well-formed event would have been sent with (replay input may omit keys)."""
+def _derive_key(role: TopicRole, raw: bytes) -> tuple[str | None, str]:
+    """The record key a well-formed event would have been sent with (replay input may omit keys), or None and
+    why not: the value's own problem, which the runtime's dead letter for the missing key would hide."""
     try:
         event = decode_event(raw, role)
-    except Exception:  # an undecodable value keeps no key and is dead-lettered by the runtime
-        return None
+    except Exception as exc:  # an undecodable value keeps no key and is dead-lettered by the runtime
+        return None, str(exc)
     if role in (TopicRole.CLUSTER_STATUS, TopicRole.TAINTS):
         try:
             named: ObjectKey = inventory_key(event)
-        except Exception:
-            return None
-        return named.name if role is TopicRole.TAINTS else named.record_key()
+        except Exception as exc:
+            return None, str(exc)
+        return (named.name if role is TopicRole.TAINTS else named.record_key()), ""
     subject = subject_key_of(event)
     if subject is None:
         partition = str(getattr(event.data, "partition", "") or "default")
         subject = "Application/" + ("default" if partition.lower() == "default" else partition)
-    return subject
+    return subject, ""

@@ -127,7 +127,9 @@ class Processor:
     async def run(self) -> None:
         """Set up, catch up, join the group and process until stopped. A stop ends the batch in flight after the
         stop grace (uncommitted, it is processed again by the next owner) and whatever set-up step is waiting."""
-        http = HealthServer(self.metrics, self.health.alive, lambda: self.ready, self._explain)
+        http = HealthServer(
+            self.metrics, self.health.alive, lambda: self.ready, self._explain, self.settings.explain_bearer()
+        )
         work = asyncio.create_task(self._work(http))
         stop = asyncio.create_task(self._stop.wait())
         try:
@@ -169,7 +171,7 @@ class Processor:
         await self._catch_up_tables()
         await self._start_peers()
         # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
-        self._restorer = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
+        self._restorer = new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
         await self._restorer.start()
         self._consumer = group_consumer(kafka)
         await self._consumer.start()
@@ -208,7 +210,7 @@ class Processor:
     async def _start_peers(self) -> None:
         kafka, runtime = self.settings.kafka, self._require_runtime()
         self._peers = PeerChangelog(
-            kafka.bootstrap_servers,
+            kafka,
             f"{kafka.client_id}-peers",
             self._names.changelog,
             self.partitions,

@@ -8,7 +8,16 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.core import EngineSettings
@@ -56,6 +65,55 @@ class KafkaSettings(BaseModel):
     """Codec of every record batch the processor produces. A decision of a few hundred clusters is tens of
     kilobytes of repetitive JSON that zstd shrinks several times; consumers need zstd support (Kafka 2.1+
     clients), else choose `none` or `gzip`."""
+
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """How every client connects: SASL_SSL for SCRAM or PLAIN over TLS (Strimzi, Amazon MSK, Confluent Cloud), SSL
+    for TLS alone or mutual TLS (with `ssl_cert_file`), the SASL_PLAINTEXT and PLAINTEXT forms only on trusted
+    networks."""
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = "SCRAM-SHA-512"
+    """Used with the SASL_* protocols."""
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    """Never logged or printed; prefer `sasl_password_file`, which is read again at every connection set-up, so a
+    rotated Kubernetes secret is picked up by the next client."""
+    sasl_password_file: Path | None = None
+    sasl_oauth_token_file: Path | None = None
+    """OAUTHBEARER: a file holding the current token (re-read for every new connection, as a sidecar refreshes it)."""
+    sasl_oauth_token_command: str | None = None
+    """OAUTHBEARER: a command (no shell) that prints a token on stdout, run for every new connection."""
+    ssl_ca_file: Path | None = None
+    """PEM bundle of the CAs that sign the brokers' certificates; unset, the system's trust store is used."""
+    ssl_cert_file: Path | None = None
+    """PEM client certificate (chain) for mutual TLS; needs `ssl_key_file`."""
+    ssl_key_file: Path | None = None
+    ssl_key_password_file: Path | None = None
+    """For an encrypted `ssl_key_file`."""
+    ssl_check_hostname: bool = True
+    """Whether the broker's certificate must name the host connected to; turn off only for brokers reached through
+    addresses their certificates do not list."""
+
+    @model_validator(mode="after")
+    def _security_is_complete(self) -> KafkaSettings:
+        """Catch half-configured security at start, naming what is missing, instead of as a broker error later."""
+        sasl = self.security_protocol.startswith("SASL_")
+        tls = self.security_protocol.endswith("SSL")
+        problems: list[str] = []
+        if sasl and self.sasl_mechanism == "OAUTHBEARER":
+            if (self.sasl_oauth_token_file is None) == (self.sasl_oauth_token_command is None):
+                problems.append("OAUTHBEARER needs exactly one of sasl_oauth_token_file, sasl_oauth_token_command")
+        elif sasl:
+            if not self.sasl_username:
+                problems.append(f"{self.sasl_mechanism} needs sasl_username")
+            if (self.sasl_password is None) == (self.sasl_password_file is None):
+                problems.append(f"{self.sasl_mechanism} needs exactly one of sasl_password, sasl_password_file")
+        if (self.ssl_cert_file is None) != (self.ssl_key_file is None):
+            problems.append("mutual TLS needs both ssl_cert_file and ssl_key_file")
+        tls_files = (self.ssl_ca_file, self.ssl_cert_file, self.ssl_key_file, self.ssl_key_password_file)
+        if not tls and any(tls_files):
+            problems.append(f"ssl_* files are set but security_protocol {self.security_protocol} does not use TLS")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @field_validator("heartbeat_interval_ms")
     @classmethod
@@ -117,6 +175,11 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
+    explain_token: SecretStr | None = None
+    """When set (or `explain_token_file`), /explain answers only requests with `Authorization: Bearer <token>`:
+    it shows placement internals, while /metrics, /healthz, /livez and /readyz stay open to probes and scrapers."""
+    explain_token_file: Path | None = None
+    """A file holding the /explain token (a mounted secret), read at start."""
     log_level: str = "INFO"
     shutdown_timeout_seconds: float = Field(default=20.0, gt=0)
     """Bound on the whole graceful stop; the batch in flight gets at most `stop_grace_seconds` of it."""
@@ -137,12 +200,30 @@ class Settings(BaseSettings):
         """These settings as the PLACEMENT_* variables `placement-stream run` reads, e.g. to start replicas;
         unset (None) fields are left out, lists go as JSON."""
         env: dict[str, str] = {}
-        for name, value in self.model_dump(mode="json").items():
+        dumped = self.model_dump(mode="json")
+        for field, secret in self.kafka:  # JSON shows secrets masked; a replica needs them as they are
+            if isinstance(secret, SecretStr):
+                dumped["kafka"][field] = secret.get_secret_value()
+        if self.explain_token is not None:
+            dumped["explain_token"] = self.explain_token.get_secret_value()
+        for name, value in dumped.items():
             fields = [((name, f), v) for f, v in value.items()] if isinstance(value, dict) else [((name,), value)]
             for location, inner in fields:
                 if inner is not None:
                     env[_variable(*location)] = inner if isinstance(inner, str) else json.dumps(inner)
         return env
+
+    def explain_bearer(self) -> str | None:
+        """The /explain token, from the file if one is named; None leaves /explain open."""
+        if self.explain_token_file is not None:
+            try:
+                token = self.explain_token_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise SettingsError(f"explain_token_file {self.explain_token_file}: {exc.strerror}") from None
+            if not token:
+                raise SettingsError(f"explain_token_file {self.explain_token_file} is empty")
+            return token
+        return self.explain_token.get_secret_value() if self.explain_token else None
 
     def engine_settings(self) -> EngineSettings:
         """The pure subset the engines see."""
@@ -167,9 +248,9 @@ def load_settings(**overrides: Any) -> Settings:
     """Build settings; a bad value becomes a SettingsError naming the source, the field and the problem."""
     kafka_env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if kafka_env and "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS" not in os.environ:
-        kafka = dict(overrides.pop("kafka", {}) or {})
-        kafka.setdefault("bootstrap_servers", kafka_env)
-        overrides["kafka"] = kafka
+        given = dict(overrides.pop("kafka", {}) or {})
+        given.setdefault("bootstrap_servers", kafka_env)
+        overrides["kafka"] = given
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:

@@ -4,58 +4,121 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
 from streams.errors import TopicSetupError
+from streams.kafka.access import (
+    AccessDeniedError,
+    Grant,
+    denied_message,
+    describe_failure,
+    missing_group_grants,
+    missing_topic_grants,
+    missing_transactional_grants,
+    probe_connection,
+    processor_grants,
+    topic_operations,
+)
+from streams.kafka.clients import admin_client
 from streams.kafka.retry import kafka_retrying
 from streams.settings import Settings
-from topics.names import TOPIC_SPECS
+from topics.names import TOPIC_SPECS, TopicRole
 
-__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics", "setup_topics"]
+__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics", "missing_access", "setup_topics"]
 
 log = logging.getLogger("placement.admin")
 _RECONNECT_SECONDS = 2.0
+_ACCESS_RECHECK_SECONDS = 5.0
 
 TOPIC_ALREADY_EXISTS = 36
 UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_AUTHORIZATION_FAILED = 29
 _METADATA_ATTEMPTS = 50  # x 0.2 s: metadata of a created topic propagates in milliseconds on a healthy cluster
 
 
 async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) -> dict[str, int]:
-    """Connect (retrying every 2 s for as long as it takes, saying so each time, for a broker that is not up yet
-    is the common case at start) and `ensure_topics`; `reachable` hears whether the broker answered."""
+    """Connect, check the broker grants what the processor needs, and `ensure_topics`; `reachable` hears whether
+    the broker answered.
+
+    Every obstacle is waited out, as at start the broker is often simply not up yet: an unreachable broker is
+    retried every 2 s, saying so each time; a rejected login, an untrusted certificate or a missing ACL is said
+    once (again only if it changes) and rechecked every few seconds, so granting the ACL or fixing the secret
+    lets the processor go on without a restart, and the log is not flooded meanwhile.
+    """
     kafka = settings.kafka
+    said = ""
+
+    def once(message: str) -> None:
+        nonlocal said
+        if message != said:
+            log.error(message, extra={"bootstrap_servers": kafka.bootstrap_servers})
+            said = message
+
     while True:
-        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id=f"{kafka.client_id}-admin")
-        try:
-            await admin.start()
-            break
-        except KafkaError as exc:
+        failure = await probe_connection(kafka)
+        problem = describe_failure(failure, kafka) if failure is not None else None
+        if problem is not None:  # not ready (nothing started yet); one line says why, not a second one too
+            once(f"cannot use Kafka: {problem}")
+            await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
+            continue
+        if failure is not None:
             reachable(False)
             log.error(
                 "Kafka is not reachable; retrying until it is",
-                extra={"bootstrap_servers": kafka.bootstrap_servers, "error": str(exc)},
+                extra={"bootstrap_servers": kafka.bootstrap_servers, "error": str(failure)},
             )
-            await admin.close()
             await asyncio.sleep(_RECONNECT_SECONDS)
-    reachable(True)
-    try:
-        return await ensure_topics(settings, admin)
-    finally:
-        await admin.close()
+            continue
+        admin = admin_client(kafka)
+        try:
+            await admin.start()
+            reachable(True)
+            missing = await missing_access(settings, admin)
+            if not missing:
+                return await ensure_topics(settings, admin)
+            once(denied_message(kafka, missing, "checked at start; rechecked every few seconds"))
+        except AccessDeniedError as exc:
+            once(str(exc))
+        except (KafkaError, TimeoutError) as exc:
+            problem = describe_failure(exc, kafka)
+            if problem is None:  # the broker went away or is electing leaders (a restart): try again soon
+                reachable(False)
+                log.error(
+                    "Kafka is not reachable; retrying until it is",
+                    extra={"bootstrap_servers": kafka.bootstrap_servers, "error": repr(exc)},
+                )
+                await asyncio.sleep(_RECONNECT_SECONDS)
+                continue
+            once(f"cannot use Kafka: {problem}")
+        finally:
+            await admin.close()
+        await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
 
 
-async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:
-    """Create every topic (co-partitioned ones with `task_partitions`); return name -> partition count.
+async def missing_access(settings: Settings, admin: AIOKafkaAdminClient) -> list[Grant]:
+    """The processor's grants (besides creating topics) the broker does not give it."""
+    wanted = processor_grants(settings)
+    missing, _absent = await missing_topic_grants(admin, settings, wanted)
+    missing += await missing_group_grants(admin, settings.kafka.group_id)
+    return missing + await missing_transactional_grants(settings.kafka)
 
-    `create_topics` reports per-topic error codes instead of raising, so each code is checked here.
+
+async def ensure_topics(
+    settings: Settings, admin: AIOKafkaAdminClient, roles: Collection[TopicRole] | None = None
+) -> dict[str, int]:
+    """Create the topics that do not exist yet (co-partitioned ones with `task_partitions`), so a processor
+    whose topics were created by an administrator needs no create ACL; return name -> partition count.
+
+    `roles` limits it to some topics (e.g. the ones a submitter writes, which is all its ACLs let it describe).
     """
     wanted = []
     for role, spec in TOPIC_SPECS.items():
+        if roles is not None and role not in roles:
+            continue
         partitions = settings.kafka.task_partitions if spec.co_partitioned else 1
         configs = {"cleanup.policy": spec.cleanup_policy}
         if spec.max_message_bytes:
@@ -63,9 +126,44 @@ async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[
         wanted.append(
             NewTopic(settings.topics.name(role), partitions, settings.kafka.replication_factor, None, configs)
         )
+    answers = await topic_operations(admin, [topic.name for topic in wanted])
+    refused = sorted(name for name, (code, _) in answers.items() if code == TOPIC_AUTHORIZATION_FAILED)
+    if refused:
+        raise AccessDeniedError(
+            denied_message(settings.kafka, [Grant("Topic", name, "Describe") for name in refused], "describing")
+        )
+    missing = [topic for topic in wanted if answers.get(topic.name, (UNKNOWN_TOPIC_OR_PARTITION, 0))[0]]
+    if missing:
+        await _create(settings, admin, missing)
+    counts: dict[str, int] = {}
+    described = await _describe_when_known(admin, [t.name for t in wanted])
+    for entry in described:
+        name = str(entry.get("topic") or entry.get("name"))
+        if entry.get("error_code", 0):
+            raise TopicSetupError(f"cannot describe topic {name}: error {entry['error_code']}")
+        counts[name] = len(entry["partitions"])
+    co = {
+        settings.topics.name(role): counts.get(settings.topics.name(role), 0)
+        for role, spec in TOPIC_SPECS.items()
+        if spec.co_partitioned and (roles is None or role in roles)
+    }
+    if len(set(co.values())) > 1:
+        shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
+        raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
+    return counts
+
+
+async def _create(settings: Settings, admin: AIOKafkaAdminClient, topics: list[NewTopic]) -> None:
+    """Create the topics that do not exist; `create_topics` reports per-topic error codes instead of raising."""
     async for attempt in kafka_retrying():
         with attempt:
-            response = await admin.create_topics(wanted)
+            response = await admin.create_topics(topics)
+    denied = [topic for topic, code, *_ in response.topic_errors if code == TOPIC_AUTHORIZATION_FAILED]
+    if denied:
+        grants = [Grant("Topic", name, "Create") for name in sorted(denied)]
+        raise AccessDeniedError(
+            denied_message(settings.kafka, grants, "the topics do not exist; or let an administrator create them")
+        )
     problems = [
         f"{topic}: error {code} {message or ''}".strip()
         for topic, code, *rest in response.topic_errors
@@ -74,22 +172,6 @@ async def ensure_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[
     ]
     if problems:
         raise TopicSetupError("cannot create topics: " + "; ".join(problems))
-    counts: dict[str, int] = {}
-    described = await _describe_when_known(admin, [t.name for t in wanted])
-    for entry in described:
-        name = entry.get("topic") or entry.get("name")
-        if entry.get("error_code", 0):
-            raise TopicSetupError(f"cannot describe topic {name}: error {entry['error_code']}")
-        counts[name] = len(entry["partitions"])
-    co = {
-        settings.topics.name(role): counts.get(settings.topics.name(role), 0)
-        for role, spec in TOPIC_SPECS.items()
-        if spec.co_partitioned
-    }
-    if len(set(co.values())) != 1:
-        shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
-        raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
-    return counts
 
 
 async def _describe_when_known(admin: AIOKafkaAdminClient, names: list[str]) -> list[dict[str, Any]]:

@@ -32,8 +32,8 @@ class InventoryBarrier:
     ) -> tuple[InventoryBarrier, int]:
         """Read every partition of the table topics from the beginning to their end of now into `sink` (the
         GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too."""
-        tables = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-tables")
-        offsets = new_reader(kafka.bootstrap_servers, f"{kafka.client_id}-offsets")
+        tables = new_reader(kafka, f"{kafka.client_id}-tables")
+        offsets = new_reader(kafka, f"{kafka.client_id}-offsets")
         try:
             await tables.start()
             await offsets.start()

@@ -1,4 +1,5 @@
-"""Construction of the processor's Kafka clients, in one place so every client gets the same connection settings."""
+"""Construction of the processor's Kafka clients, in one place so every client gets the same connection settings
+(bootstrap servers, TLS, SASL: see streams/kafka/security.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
+from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
 
 __all__ = ["admin_client", "group_consumer", "loose_producer"]
@@ -13,13 +15,13 @@ __all__ = ["admin_client", "group_consumer", "loose_producer"]
 
 def admin_client(kafka: KafkaSettings) -> AIOKafkaAdminClient:
     """For creating and checking topics."""
-    return AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers, client_id=f"{kafka.client_id}-admin")
+    return AIOKafkaAdminClient(**connection_options(kafka), client_id=f"{kafka.client_id}-admin")
 
 
 def loose_producer(kafka: KafkaSettings) -> AIOKafkaProducer:
     """Idempotent, non-transactional: records bound to no task (dead letters of inventory, rejected configs)."""
     return AIOKafkaProducer(
-        bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         client_id=f"{kafka.client_id}-loose",
         acks="all",
         enable_idempotence=True,
@@ -33,7 +35,7 @@ def group_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
     tasks' transactions, co-partitioned inputs assigned by range so one member owns a partition number on every
     subject topic."""
     return AIOKafkaConsumer(
-        bootstrap_servers=kafka.bootstrap_servers,
+        **connection_options(kafka),
         client_id=kafka.client_id,
         group_id=kafka.group_id,
         group_instance_id=kafka.group_instance_id,

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from streams.kafka.tables import EntrySink, changelog_sink, new_reader, read_to_end
+from streams.settings import KafkaSettings
 
 __all__ = ["PeerChangelog"]
 
@@ -19,8 +20,8 @@ __all__ = ["PeerChangelog"]
 class PeerChangelog:
     """A group-less reader of the changelog partitions of other instances' tasks."""
 
-    def __init__(self, bootstrap_servers: str, client_id: str, topic: str, partitions: int, apply: EntrySink) -> None:
-        self._consumer: AIOKafkaConsumer = new_reader(bootstrap_servers, client_id)
+    def __init__(self, kafka: KafkaSettings, client_id: str, topic: str, partitions: int, apply: EntrySink) -> None:
+        self._consumer: AIOKafkaConsumer = new_reader(kafka, client_id)
         self._topic = topic
         self._partitions = partitions
         self._sink = changelog_sink(apply, "peer changelog entry")

@@ -14,7 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from engine.errors import InvalidStateError
+from streams.kafka.security import connection_options
 from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
+from streams.settings import KafkaSettings
 
 __all__ = ["EntrySink", "RecordSink", "changelog_sink", "new_reader", "read_to_end", "seek_to_start"]
 
@@ -46,10 +48,10 @@ def changelog_sink(apply: EntrySink, what: str, task_offsets: dict[TopicPartitio
     return sink
 
 
-def new_reader(bootstrap_servers: str, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
+def new_reader(kafka: KafkaSettings, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
     """A group-less, read_committed consumer for manual assignment."""
     return AIOKafkaConsumer(
-        bootstrap_servers=bootstrap_servers,
+        **connection_options(kafka),
         client_id=client_id,
         fetch_max_wait_ms=fetch_max_wait_ms,
         group_id=None,

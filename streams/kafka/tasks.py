@@ -16,6 +16,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 
 from engine.runtime import OutputRecord
 from streams.errors import ServiceError
+from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
 from topics.names import LARGE_RECORD_BYTES, TopicRole
 
@@ -33,7 +34,7 @@ class ProducersClosedError(ServiceError):
 
 def partition_of(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a key (murmur2, as the Java client)."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+    return int((murmur2(key.encode()) & 0x7FFFFFFF) % partitions)
 
 
 class RecordSender:
@@ -139,7 +140,7 @@ class TaskProducers:
             raise ProducersClosedError(f"task {partition}: the service is stopping")
         kafka = self._kafka
         producer = AIOKafkaProducer(
-            bootstrap_servers=kafka.bootstrap_servers,
+            **connection_options(kafka),
             client_id=f"{kafka.client_id}-task-{partition}",
             transactional_id=self.transactional_id(partition),
             transaction_timeout_ms=kafka.transaction_timeout_ms,

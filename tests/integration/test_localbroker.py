@@ -8,6 +8,8 @@ import os
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from localbroker import LocalBroker, ensure_kafka_libs
 from localbroker.procs import port_is_free
+from streams.kafka.access import probe_connection
+from streams.settings import KafkaSettings
 
 pytestmark = pytest.mark.integration
 
@@ -206,3 +210,63 @@ async def test_start_right_after_the_broker_was_killed_reuses_its_ports(tmp_path
         assert name in await _list_topics(bootstrap)
     finally:
         await restarted.astop()
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["broker", "--help"], ["fetch", "start", "stop", "status"]),
+        (["broker", "start", "--help"], ["--secure", "--user NAME", "--data-dir", "StandardAuthorizer"]),
+        (["broker", "stop", "--help"], ["--timeout", "demo-broker"]),
+        (["broker", "status", "--help"], ["--json", "demo-broker"]),
+    ],
+)
+def test_broker_subcommands_have_real_help(command: list[str], says: list[str]) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "streams", *command], capture_output=True, text=True, check=True
+    ).stdout
+    assert all(text in shown for text in says), shown
+    assert "args" not in shown.split()
+
+
+def _cli(cache: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PLACEMENT_CACHE_DIR": str(cache), "KAFKA_LIBS": str(ensure_kafka_libs())}
+    return subprocess.run(
+        [sys.executable, "-m", "streams", "broker", *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+async def test_secure_broker_from_the_command_line_is_found_by_status_and_stop(tmp_path: Path) -> None:
+    """`start --secure` in the demo's data dir: `status` and `stop` without --data-dir find it; a client configured
+    by the written settings file gets in as the user it names, and a plaintext client does not."""
+    cache = tmp_path / "cache"
+    demo_dir = cache / "demo-broker"
+    started = _cli(cache, "start", "--secure", "--user", "placement", "--data-dir", str(demo_dir))
+    try:
+        assert started.returncode == 0, started.stderr
+        bootstrap = started.stdout.strip()
+        status = _cli(cache, "status")
+        assert status.returncode == 0
+        assert status.stdout.startswith("running secure ") and f"bootstrap={bootstrap}" in status.stdout
+        settings = dict(
+            line.split("=", 1) for line in (demo_dir / "tls" / "placement.env").read_text().splitlines() if line
+        )
+        password = (demo_dir / "tls" / "placement.password").read_text().strip()
+        assert password not in started.stdout + started.stderr + "".join(settings.values())
+        assert settings["PLACEMENT_KAFKA__SASL_USERNAME"] == "placement"
+        assert settings["PLACEMENT_KAFKA__BOOTSTRAP_SERVERS"] == bootstrap
+        kafka = KafkaSettings(
+            **{key.removeprefix("PLACEMENT_KAFKA__").lower(): value for key, value in settings.items()}
+        )
+        assert await probe_connection(kafka) is None
+        refused = await probe_connection(KafkaSettings(bootstrap_servers=bootstrap), timeout_ms=3000)
+        assert refused is not None
+    finally:
+        stopped = _cli(cache, "stop")
+    assert stopped.returncode == 0 and f"stopped {demo_dir}" in stopped.stderr
+    assert _cli(cache, "status").returncode == 1

@@ -132,7 +132,7 @@ class ReplaySession:
 
     def __init__(self, workdir: Path, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streams", "replay", "-", *args],
+            [sys.executable, "-m", "streams", "replay", "-", "--all", *args],  # --all: these tests read the changelog
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -276,7 +276,10 @@ def test_interactive_replay_is_byte_identical_and_equal_to_a_file_replay(session
     recorded = tmp_path / "session.jsonl"
     recorded.write_bytes(b"".join(first.sent))
     batch = subprocess.run(
-        [sys.executable, "-m", "streams", "replay", str(recorded)], capture_output=True, check=True, cwd=tmp_path
+        [sys.executable, "-m", "streams", "replay", "--all", str(recorded)],
+        capture_output=True,
+        check=True,
+        cwd=tmp_path,
     )
     assert batch.stdout == bytes(first.output), "the same lines from a file give the same bytes"
 

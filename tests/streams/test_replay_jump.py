@@ -116,7 +116,7 @@ def test_the_replay_command_ends_after_a_jump_of_years(tmp_path: Path, jump_to: 
     before = _records(out.getvalue())
     replay_input = tmp_path / "input.jsonl"
     replay_input.write_bytes(b"\n".join([*lines, clock(jump_to)]) + b"\n")
-    command = [sys.executable, "-m", "streams", "replay", str(replay_input)]
+    command = [sys.executable, "-m", "streams", "replay", "--all", str(replay_input)]
     command += ["--queue-config", str(EXAMPLES / "queues.yaml")]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()

@@ -63,7 +63,7 @@ def test_schemas_writes_one_json_schema_per_event_type(capsys: pytest.CaptureFix
     written = {p.name.removesuffix(".schema.json") for p in tmp_path.iterdir()}
     assert written == {kind.wire_type() for kind in EVENT_KINDS.values()}
     placed = orjson.loads((tmp_path / "application.placed.v1.schema.json").read_bytes())
-    assert {"applicationId", "queue"} <= set(placed["properties"])
+    assert {"applicationId", "queue"} <= set(placed["properties"]["data"]["properties"])
 
 
 _YUNIKORN = Path(__file__).resolve().parents[1] / "engine" / "queue" / "fixtures" / "yunikorn"

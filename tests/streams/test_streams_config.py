@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
+import ssl
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from streams.errors import SettingsError
+from streams.kafka.access import Grant, deployer_grants, processor_grants, submitter_grants
+from streams.kafka.security import CredentialsError, connection_options
 from streams.queueconfig import QueueConfigFile, QueueConfigStartupError
-from streams.settings import TopicNames, load_settings
+from streams.settings import KafkaSettings, Settings, TopicNames, load_settings
 from topics.names import TopicRole
 
 GOOD = """partitions:
@@ -154,3 +159,130 @@ def test_check_config_usage_error_exits_2() -> None:
         [sys.executable, "-m", "streams", "check-config"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 2
+
+
+SECURITY_DOC = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+
+
+def _documented_grants(section: str) -> set[tuple[str, str, str]]:
+    """(resource, name, operation) rows of one ACL table in docs/security.md."""
+    text = SECURITY_DOC.read_text().split(f"### {section}\n", 1)[1].split("\n### ", 1)[0]
+    rows = [line.split("|")[1:4] for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    return {(kind.strip(), name.strip().removesuffix(" (prefixed)"), op.strip()) for kind, name, op in rows[1:]}
+
+
+@pytest.mark.parametrize(
+    ("section", "grants"),
+    [
+        ("Processor", processor_grants),
+        ("Submitter", submitter_grants),
+        ("Deployer", lambda s: deployer_grants(s, "<its group>")),
+    ],
+    ids=["processor", "submitter", "deployer"],
+)
+def test_documented_acls_are_the_ones_the_code_checks_and_the_tests_grant(
+    section: str, grants: Callable[[Settings], list[Grant]]
+) -> None:
+    documented = {(k, n.replace("&lt;", "<").replace("&gt;", ">"), o) for k, n, o in _documented_grants(section)}
+    assert documented == {(g.resource_type, g.name, g.operation) for g in grants(Settings())}
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"SECURITY_PROTOCOL": "SASL_SSL"}, "SCRAM-SHA-512 needs sasl_username"),
+        ({"SECURITY_PROTOCOL": "SASL_SSL", "SASL_USERNAME": "u"}, "exactly one of sasl_password, sasl_password_file"),
+        (
+            {"SECURITY_PROTOCOL": "SASL_SSL", "SASL_USERNAME": "u", "SASL_PASSWORD": "p", "SASL_PASSWORD_FILE": "/x"},
+            "exactly one of sasl_password, sasl_password_file",
+        ),
+        ({"SECURITY_PROTOCOL": "SASL_PLAINTEXT", "SASL_MECHANISM": "OAUTHBEARER"}, "OAUTHBEARER needs exactly one"),
+        ({"SECURITY_PROTOCOL": "SSL", "SSL_CERT_FILE": "/c.pem"}, "needs both ssl_cert_file and ssl_key_file"),
+        ({"SSL_CA_FILE": "/ca.pem"}, "security_protocol PLAINTEXT does not use TLS"),
+        ({"SECURITY_PROTOCOL": "TLS"}, "kafka.security_protocol"),
+        ({"SECURITY_PROTOCOL": "SASL_SSL", "SASL_MECHANISM": "GSSAPI"}, "kafka.sasl_mechanism"),
+    ],
+    ids=[
+        "no-user",
+        "no-password",
+        "two-passwords",
+        "no-token",
+        "cert-without-key",
+        "tls-file-plaintext",
+        "bad-protocol",
+        "bad-mechanism",
+    ],
+)
+def test_incomplete_security_settings_stop_at_start_naming_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], problem: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(f"PLACEMENT_KAFKA__{name}", value)
+    with pytest.raises(SettingsError, match=re.escape(problem)):
+        load_settings()
+
+
+SECRET = "s3cr3t-Pa55word-value"
+
+
+def test_secrets_stay_out_of_repr_errors_and_help_but_replicas_get_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A password and an /explain token never show in a repr, a dump or an error; `environment()` (what replicas
+    are started with) carries them as they are."""
+    monkeypatch.setenv("PLACEMENT_KAFKA__SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("PLACEMENT_KAFKA__SASL_USERNAME", "placement")
+    monkeypatch.setenv("PLACEMENT_KAFKA__SASL_PASSWORD", SECRET)
+    monkeypatch.setenv("PLACEMENT_EXPLAIN_TOKEN", SECRET + "-token")
+    settings = load_settings()
+    assert SECRET not in repr(settings) + str(settings.model_dump()) + settings.model_dump_json()
+    monkeypatch.setenv("PLACEMENT_KAFKA__SASL_MECHANISM", "nope")
+    with pytest.raises(SettingsError) as failure:
+        load_settings()
+    assert SECRET not in str(failure.value)
+    monkeypatch.delenv("PLACEMENT_KAFKA__SASL_MECHANISM")
+    env = settings.environment()
+    assert (env["PLACEMENT_KAFKA__SASL_PASSWORD"], env["PLACEMENT_EXPLAIN_TOKEN"]) == (SECRET, SECRET + "-token")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert load_settings() == settings
+    helps = subprocess.run(
+        [sys.executable, "-m", "streams", "run", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert SECRET not in helps
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, {"security_protocol": "PLAINTEXT"}),
+        (
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_username": "u"},
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "u"},
+        ),
+        (
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_command": "x"},
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"},
+        ),
+    ],
+    ids=["plaintext", "plain-from-file", "oauth-command"],
+)
+def test_settings_map_onto_aiokafka_arguments(
+    tmp_path: Path, settings: dict[str, str], expected: dict[str, str]
+) -> None:
+    password = tmp_path / "password"
+    password.write_text("from-file\n")
+    extra = {"sasl_password_file": password} if settings.get("sasl_mechanism") == "PLAIN" else {}
+    options = connection_options(KafkaSettings(bootstrap_servers="b:1", **settings, **extra))
+    assert options["bootstrap_servers"] == "b:1"
+    assert {k: options[k] for k in expected} == expected
+    assert options.get("sasl_plain_password") == ("from-file" if extra else None)
+    assert ("sasl_oauth_token_provider" in options) == (settings.get("sasl_mechanism") == "OAUTHBEARER")
+    assert "ssl_context" not in options
+
+
+def test_tls_context_verifies_and_checks_hostnames_unless_told_not_to(tmp_path: Path) -> None:
+    default = connection_options(KafkaSettings(security_protocol="SSL"))["ssl_context"]
+    relaxed = connection_options(KafkaSettings(security_protocol="SSL", ssl_check_hostname=False))["ssl_context"]
+    assert (default.verify_mode, default.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert (relaxed.verify_mode, relaxed.check_hostname) == (ssl.CERT_REQUIRED, False)
+    with pytest.raises(CredentialsError, match=r"ssl_ca_file .* is not a readable file"):
+        connection_options(KafkaSettings(security_protocol="SSL", ssl_ca_file=tmp_path / "missing.pem"))
