@@ -284,9 +284,9 @@ async def measure_kafka(
         if profile is not None:
             profile.disable()
         elapsed = last_visible - started
-        assert processor.first_batch_at is not None
-        throughput = workload.records / (processor.last_commit_at - processor.first_batch_at)
-        batches = processor.batches_done
+        assert processor.progress.first_batch_at is not None
+        throughput = workload.records / (processor.progress.last_commit_at - processor.progress.first_batch_at)
+        batches = processor.progress.batches_done
         rss_after_backlog = peak_rss_mib()
 
         # 3. latency at a steady rate well below the throughput

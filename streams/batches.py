@@ -1,0 +1,142 @@
+"""One batch of the loop: the polled records go through the runtime in a worker thread and out through the task
+transactions, with the metrics of what was consumed, processed and isolated.
+
+The runtime runs in a worker thread, so however long one batch takes, the event loop keeps heartbeating to the
+group and answering the health probes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from aiokafka import ConsumerRecord, TopicPartition
+
+from engine.runtime import Handover, InputRecord, Runtime
+from streams.kafka.poison import PoisonGuard
+from streams.metrics import Metrics
+from streams.publisher import Publisher
+from topics.names import TopicRole
+
+__all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued"]
+
+log = logging.getLogger("placement.service")
+
+Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+
+
+@dataclass
+class Progress:
+    """Batches processed and committed, so tests and benchmarks can wait for progress; `first_batch_at` and
+    `last_commit_at` are `time.perf_counter()` instants, so benchmarks time the consume-process-commit loop the way
+    the pass-through ceiling is timed."""
+
+    batches_done: int = 0
+    records_done: int = 0
+    first_batch_at: float | None = None
+    last_commit_at: float = 0.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def input_records(records: Iterable[ConsumerRecord[bytes, bytes]], roles: Mapping[str, TopicRole]) -> list[InputRecord]:
+    """Consumed records as the runtime takes them."""
+    return [
+        InputRecord(
+            topic=roles[r.topic],
+            partition=r.partition,
+            offset=r.offset,
+            key=r.key,
+            value=r.value,
+            timestamp=datetime.fromtimestamp(r.timestamp / 1000, UTC) if r.timestamp >= 0 else None,
+            topic_name=r.topic,
+        )
+        for r in records
+    ]
+
+
+def observe_queued(metrics: Metrics, subjects: Records) -> None:
+    """Per polled record, its timestamp to now: producing, the broker, fetching and waiting for the loop."""
+    now_ms = time.time() * 1000
+    queued = metrics.batch_stage.labels("queued")
+    for records in subjects.values():
+        for record in records:
+            queued.observe(max(0.0, (now_ms - record.timestamp) / 1000))
+
+
+class BatchHandler:
+    """Processes and publishes batches; restores (through `take_task`) each task whose transaction aborted."""
+
+    def __init__(
+        self,
+        *,
+        runtime: Runtime,
+        publisher: Publisher,
+        guard: PoisonGuard,
+        metrics: Metrics,
+        roles: Mapping[str, TopicRole],
+        take_task: Callable[[int], Awaitable[None]],
+        progress: Progress,
+    ) -> None:
+        self.runtime = runtime
+        self._publisher = publisher
+        self._guard = guard
+        self._metrics = metrics
+        self._roles = roles
+        self._take_task = take_task
+        self._progress = progress
+
+    async def handle(self, inventory: list[ConsumerRecord[bytes, bytes]], subjects: Records) -> None:
+        """Apply the inventory records and the owned tasks' subject records, fire due timers, and commit each
+        task's outputs with its consumed offsets."""
+        runtime, metrics, progress = self.runtime, self._metrics, self._progress
+        offsets: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        for tp, batch in subjects.items():
+            if batch:
+                offsets[tp.partition][tp] = batch[-1].offset + 1
+        doomed, doomed_tasks = self._guard.dead_letters(subjects, self._inputs)
+        records = inventory + [r for tp, b in subjects.items() if tp.partition not in doomed_tasks for r in b]
+        now = utcnow()
+        if records and progress.first_batch_at is None:
+            progress.first_batch_at = time.perf_counter()
+        chunks: Iterator[Handover] = iter([Handover(doomed)] if doomed else [])
+        if records:
+            timed = self._publisher.engine_timed(runtime.process_chunks(self._inputs(records), now))
+            chunks = itertools.chain(chunks, timed)
+        by_topic = Counter(record.topic for record in records)
+        for topic, count in by_topic.items():
+            metrics.consumed.labels(topic).inc(count)
+        await self.publish(itertools.chain(chunks, runtime.fire_timer_chunks(now)), offsets)
+        for topic, count in by_topic.items():
+            metrics.processed.labels(topic).inc(count)
+        committed_at = time.time() * 1000
+        for batch in subjects.values():
+            for record in batch:
+                metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
+        metrics.subjects.set(len(runtime.states))
+        metrics.follow_engine_counters(runtime.counters())
+        for incident in runtime.take_incidents():
+            metrics.incidents.labels(incident.stage).inc()
+            log.error(
+                "isolated a failure",
+                extra={"subject": incident.subject, "stage": incident.stage, "error": repr(incident.error)},
+            )
+        if records:
+            progress.batches_done += 1
+            progress.records_done += len(records)
+            progress.last_commit_at = time.perf_counter()
+
+    async def publish(self, chunks: Iterable[Handover], offsets: dict[int, dict[TopicPartition, int]]) -> None:
+        """Publish outputs (see Publisher) and restore from Kafka each task whose transaction was aborted."""
+        for task in await self._publisher.publish(self.runtime, chunks, offsets):
+            await self._take_task(task)
+
+    def _inputs(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> list[InputRecord]:
+        return input_records(records, self._roles)
