@@ -14,10 +14,12 @@
 4. the Kafka share of the largest change: its records published again with the processor's own producer
    settings and sending code, without the engine;
 5. peak RSS: of the engine phase, and of each instance (VmHWM).
+6. with `--restart`: the instances stopped after the cold start and as many new ones started on the same group;
+   the time until every new one is ready (tables read, tasks restored from their changelogs).
 
 Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement [--placements 10000]
 [--clusters 1000] [--namespaces 40] [--instances 1 2] [--task-partitions 6] [--compression zstd] [--no-kafka]
-[--spread off|labels|on]`
+[--spread off|labels|on] [--restart] [--no-changes]`
 (uses $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from streams.memory import tune_garbage_collector
 from streams.settings import KafkaSettings, Settings, TopicNames
 from topics.names import TopicRole
 
-__all__ = ["main"]
+__all__ = ["engine_only", "main", "through_kafka"]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -206,13 +208,17 @@ def _total(members: list[Samples], name: str, **labels: str) -> float:
 async def through_kafka(
     bootstrap: str,
     workload: Workload,
-    targets: dict[str, str],
-    heaviest: list[OutputRecord],
+    targets: dict[str, str] | None,
+    heaviest: list[OutputRecord] | None,
     *,
     compression: str,
     instances: int,
     task_partitions: int,
+    restart: bool = False,
 ) -> dict[str, float | str]:
+    """The Kafka phases. Without `targets` no change is made, without `heaviest` the transfer floor is not
+    measured; with `restart` the group is stopped after the cold start and a new group of as many instances is
+    started on it, and the time until every new instance is ready (tables read, tasks restored) is a figure."""
     run = uuid.uuid4().hex[:8]
     settings = Settings(
         kafka=KafkaSettings(
@@ -258,7 +264,8 @@ async def through_kafka(
         await group.start()
         await _until(group.ready, 120, "every instance to be ready", interval=0.05)
         figures["start -> every instance ready s"] = round(time.monotonic() - started, 3)
-        await _until(lambda: len(tail.keys) >= workload.placements, 300, "every placement's first decision")
+        cold_timeout = 300 + workload.placements / 100  # a figure for the slow cases too, not a failure
+        await _until(lambda: len(tail.keys) >= workload.placements, cold_timeout, "every placement's first decision")
         total = max(at for at, _ in tail.arrivals) - started
         figures["start -> all placements committed s"] = round(total, 3)
         figures["placements/s (incl. start)"] = round(workload.placements / total)
@@ -266,7 +273,7 @@ async def through_kafka(
         members = await group.samples()
         figures["transactions committed"] = _total(members, "placement_transactions_total", outcome="committed")
 
-        for label, _name, (role, key, value) in _changes(workload, targets, datetime.now(UTC)):
+        for label, _name, (role, key, value) in _changes(workload, targets or {}, datetime.now(UTC)):
             await asyncio.sleep(0.5)  # quiet period: nothing in flight
             topic = names.name(role)
             before = await group.samples()
@@ -299,8 +306,21 @@ async def through_kafka(
         figures["peak RSS MiB per instance"] = " / ".join(f"{peak:.0f}" for peak in peaks)
         figures["peak RSS MiB, all instances"] = round(sum(peaks), 1)
         await group.stop()
-        floor = await _transfer_floor(settings, counts[names.decisions], heaviest, tail)
-        figures["largest change's records re-published without the engine: last decision ms"] = round(floor * 1000, 1)
+        if restart:
+            group = InstanceGroup(settings, instances)
+            started = time.monotonic()
+            await group.start()
+            await _until(group.ready, cold_timeout, "every restarted instance to be ready", interval=0.05)
+            figures["restart -> every instance ready s"] = round(time.monotonic() - started, 3)
+            figures["peak RSS MiB per restarted instance"] = " / ".join(
+                f"{member.peak_rss_mib():.0f}" for member in group.members
+            )
+            await group.stop()
+        if heaviest:
+            floor = await _transfer_floor(settings, counts[names.decisions], heaviest, tail)
+            figures["largest change's records re-published without the engine: last decision ms"] = round(
+                floor * 1000, 1
+            )
     finally:
         await group.stop()
         await tail.stop()
@@ -338,6 +358,14 @@ def main() -> None:
     parser.add_argument(
         "--task-partitions", type=int, default=6, help="partitions of the co-partitioned topics (default: 6)"
     )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="after the cold start, stop the instances and time a new group's start until ready (restore)",
+    )
+    parser.add_argument(
+        "--no-changes", action="store_true", help="no engine phase, no changes: the cold start (and restart) only"
+    )
     args = parser.parse_args()
 
     def workload() -> Workload:
@@ -351,8 +379,11 @@ def main() -> None:
             spread=args.spread == "on",
         )
 
-    figures, targets, heaviest = engine_only(workload())
-    print_figures("cluster placement: engine only (pure Runtime, no I/O)", figures)
+    targets: dict[str, str] | None = None
+    heaviest: list[OutputRecord] | None = None
+    if not args.no_changes:
+        figures, targets, heaviest = engine_only(workload())
+        print_figures("cluster placement: engine only (pure Runtime, no I/O)", figures)
     if args.no_kafka:
         return
 
@@ -365,6 +396,7 @@ def main() -> None:
             compression=args.compression,
             instances=instances,
             task_partitions=args.task_partitions,
+            restart=args.restart,
         )
 
     with kafka_broker() as bootstrap:

@@ -67,6 +67,7 @@ class Workload:
     """Every fifth placement spreads over the topology labels (which `spread` turns on as well)."""
     cluster_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     cluster_status: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _bound: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def cluster_name(self, i: int) -> str:
         return f"cluster-{i:04d}"
@@ -159,11 +160,15 @@ class Workload:
                     event("cluster.taints.updated", {"cluster": name, "taints": [taint]}, self.now),
                 )
 
-    def bound_sets(self, n: int) -> list[str]:
-        rng = random.Random(self.seed * 1000 + n)
-        sets = rng.sample(EXCLUSIVE_SETS, rng.randint(1, 2))
-        if rng.random() < 0.3:
-            sets.append(GPU_SET)
+    def bound_sets(self, n: int) -> tuple[str, ...]:
+        """The sets namespace `n` binds; kept, as seeding a generator per placement dominated making 100,000."""
+        sets = self._bound.get(n)
+        if sets is None:
+            rng = random.Random(self.seed * 1000 + n)
+            chosen = rng.sample(EXCLUSIVE_SETS, rng.randint(1, 2))
+            if rng.random() < 0.3:
+                chosen.append(GPU_SET)
+            sets = self._bound[n] = tuple(chosen)
         return sets
 
     def placement_items(self) -> Iterator[Item]:
