@@ -18,17 +18,15 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient
-
-from localbroker.errors import LocalBrokerError
+from localbroker.errors import BrokerError
 from localbroker.fetch import ensure_kafka_libs
-from localbroker.procs import free_ports, log_tail, owns_pid, port_is_free, port_open, process_alive, run_sync
+from localbroker.procs import free_ports, log_tail, owns_pid, port_is_free, process_alive, run_sync
+from localbroker.readiness import wait_until_ready
 from localbroker.secure import SecureFiles, scram_arguments, secure_properties
 
 __all__ = ["BrokerError", "BrokerState", "LocalBroker", "broker_status", "new_cluster_id", "wait_until_ready"]
@@ -52,10 +50,6 @@ logger.server.level = INFO
 """
 
 _log = logging.getLogger(__name__)
-
-
-class BrokerError(LocalBrokerError):
-    """The local broker could not be formatted, started or stopped."""
 
 
 @dataclass(frozen=True)
@@ -113,42 +107,6 @@ def _server_properties(state: BrokerState, log_dir: Path, secure: SecureFiles | 
         ports = {"SASL_SSL": state.broker_port, "SSL": state.ssl_port, "CONTROLLER": state.controller_port}
         props.update(secure_properties(secure, secure.users(), HOST, ports))
     return "".join(f"{key}={value}\n" for key, value in props.items())
-
-
-async def _probe(bootstrap: str, options: dict[str, Any]) -> bool:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, **options)
-    try:
-        await admin.start()
-        cluster = await admin.describe_cluster()
-        return bool(cluster.get("brokers"))
-    except Exception:
-        return False
-    finally:
-        await admin.close()
-
-
-async def wait_until_ready(
-    bootstrap: str,
-    timeout: float = 60.0,
-    alive: Callable[[], bool] | None = None,
-    describe: Callable[[], str] | None = None,
-    options: dict[str, Any] | None = None,
-) -> None:
-    """Retry an admin request until the broker serves metadata; a bare TCP accept comes earlier than that.
-
-    ``alive()`` (optional) returning False aborts early; ``describe()`` supplies the failure detail; ``options`` are
-    the admin client's security arguments (a secured broker's).
-    """
-    host, port = bootstrap.rsplit(":", 1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if alive is not None and not alive():
-            raise BrokerError(f"broker process exited before becoming ready\n{describe() if describe else ''}")
-        # Cheap TCP check first, so aiokafka does not log a connection error per attempt while the JVM boots.
-        if await port_open(host, int(port)) and await _probe(bootstrap, options or {}):
-            return
-        await asyncio.sleep(0.2)
-    raise BrokerError(f"broker at {bootstrap} not ready after {timeout:g} s\n{describe() if describe else ''}")
 
 
 class LocalBroker:
