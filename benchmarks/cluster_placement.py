@@ -17,16 +17,13 @@
 6. with `--restart`: the instances stopped after the cold start and as many new ones started on the same group;
    the time until every new one is ready (tables read, tasks restored from their changelogs).
 
-Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement [--placements 10000]
-[--clusters 1000] [--namespaces 40] [--instances 1 2] [--task-partitions 6] [--compression zstd] [--no-kafka]
-[--spread off|labels|on] [--restart] [--no-changes]`
-(uses $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
+Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement --help` (uses
+$KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import time
 import uuid
 from collections import Counter
@@ -40,8 +37,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.cluster_workload import Item, Workload
-from benchmarks.instances import InstanceGroup, Samples, sample
-from benchmarks.support import kafka_broker, peak_rss_mib, print_figures
+from benchmarks.instances import InstanceGroup, Samples, sample, sum_samples
+from benchmarks.support import kafka_broker, peak_rss_mib, print_figures, wait_until
 from benchmarks.tail import TopicTail
 from engine.cluster import ClusterPlacementEngine
 from engine.core import EngineSettings, SubjectEngine
@@ -168,15 +165,6 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
 
 
 # --- 2 and 3. through Kafka ------------------------------------------------------------------------
-async def _until(predicate: Any, timeout: float, what: str, interval: float = 0.002) -> None:
-    """Poll `predicate` (plain or async) every `interval` seconds until it holds."""
-    deadline = time.monotonic() + timeout
-    while not ((await answer) if inspect.isawaitable(answer := predicate()) else answer):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(interval)
-
-
 async def _transfer_floor(settings: Settings, partitions: int, records: list[OutputRecord], tail: TopicTail) -> float:
     """Seconds to publish `records` again with the processor's own producer settings and sending code, in
     one transaction per task, until the reader has every decision: the Kafka share of a change, no engine."""
@@ -195,14 +183,10 @@ async def _transfer_floor(settings: Settings, partitions: int, records: list[Out
             producer = producers.get(task)
             async with producer.transaction():
                 await send_records(producer, batch, names.name, lambda subject: partition_of(subject, partitions))
-        await _until(lambda: len(tail.arrivals) >= seen + expected, 60, "the re-published decisions")
+        await wait_until(lambda: len(tail.arrivals) >= seen + expected, 60, "the re-published decisions")
         return max(at for at, _ in tail.arrivals[seen:]) - started
     finally:
         await producers.stop_all()
-
-
-def _total(members: list[Samples], name: str, **labels: str) -> float:
-    return sum(sample(m, name, **labels) for m in members)
 
 
 async def through_kafka(
@@ -262,16 +246,18 @@ async def through_kafka(
         await tail.start()
         started = time.monotonic()
         await group.start()
-        await _until(group.ready, 120, "every instance to be ready", interval=0.05)
+        await wait_until(group.ready, 120, "every instance to be ready", interval=0.05)
         figures["start -> every instance ready s"] = round(time.monotonic() - started, 3)
         cold_timeout = 300 + workload.placements / 100  # a figure for the slow cases too, not a failure
-        await _until(lambda: len(tail.keys) >= workload.placements, cold_timeout, "every placement's first decision")
+        await wait_until(
+            lambda: len(tail.keys) >= workload.placements, cold_timeout, "every placement's first decision"
+        )
         total = max(at for at, _ in tail.arrivals) - started
         figures["start -> all placements committed s"] = round(total, 3)
         figures["placements/s (incl. start)"] = round(workload.placements / total)
         figures["decision records"] = len(tail.arrivals)
         members = await group.samples()
-        figures["transactions committed"] = _total(members, "placement_transactions_total", outcome="committed")
+        figures["transactions committed"] = sum_samples(members, "placement_transactions_total", outcome="committed")
 
         for label, _name, (role, key, value) in _changes(workload, targets or {}, datetime.now(UTC)):
             await asyncio.sleep(0.5)  # quiet period: nothing in flight
@@ -288,17 +274,17 @@ async def through_kafka(
                 return all(a > b for a, b in zip(done[: len(now)], done[len(now) :], strict=True))
 
             # each ask costs the instances an HTTP request, so seldom: the figures come from the reader's arrivals
-            await _until(committed, 30, "the change to be processed", interval=0.1)
+            await wait_until(committed, 30, "the change to be processed", interval=0.1)
             after = await group.samples()
-            published = _total(after, "placement_records_produced_total", topic=decisions) - _total(
+            published = sum_samples(after, "placement_records_produced_total", topic=decisions) - sum_samples(
                 before, "placement_records_produced_total", topic=decisions
             )
-            await _until(lambda s=seen, p=published: len(tail.arrivals) >= s + p, 30, "the re-decisions")
+            await wait_until(lambda s=seen, p=published: len(tail.arrivals) >= s + p, 30, "the re-decisions")
             new = tail.arrivals[seen:]
             last = max((at for at, _ in new), default=time.monotonic())
             first = min((at for at, _ in new), default=last)
             decided = "placement_subjects_decided_total"
-            figures[f"{label}: re-decided"] = _total(after, decided) - _total(before, decided)
+            figures[f"{label}: re-decided"] = sum_samples(after, decided) - sum_samples(before, decided)
             figures[f"{label}: decisions changed"] = len({key for _, key in new})
             figures[f"{label}: produce -> first decision ms"] = round((first - started) * 1000, 1)
             figures[f"{label}: produce -> last decision ms"] = round((last - started) * 1000, 1)
@@ -310,7 +296,7 @@ async def through_kafka(
             group = InstanceGroup(settings, instances)
             started = time.monotonic()
             await group.start()
-            await _until(group.ready, cold_timeout, "every restarted instance to be ready", interval=0.05)
+            await wait_until(group.ready, cold_timeout, "every restarted instance to be ready", interval=0.05)
             figures["restart -> every instance ready s"] = round(time.monotonic() - started, 3)
             figures["peak RSS MiB per restarted instance"] = " / ".join(
                 f"{member.peak_rss_mib():.0f}" for member in group.members

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from streams.http import http_get
 from streams.settings import Settings
 
-__all__ = ["Instance", "InstanceGroup", "Samples", "sample"]
+__all__ = ["Instance", "InstanceGroup", "Samples", "sample", "sum_samples"]
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 """Sample name -> sorted label pairs -> value, as one /metrics page gives them."""
@@ -123,3 +123,8 @@ class InstanceGroup:
 def sample(samples: Samples, name: str, **labels: str) -> float:
     """One sample's value; 0 when the series has not appeared yet."""
     return samples.get(name, {}).get(tuple(sorted(labels.items())), 0.0)
+
+
+def sum_samples(members: list[Samples], name: str, **labels: str) -> float:
+    """One sample's value summed over the members of a group."""
+    return sum(sample(m, name, **labels) for m in members)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import resource
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +16,15 @@ from localbroker.testing import session_broker
 from streams.kafka.security import connection_options
 from streams.settings import load_settings
 
-__all__ = ["client_options", "kafka_broker", "peak_rss_mib", "percentiles", "print_figures", "print_table"]
+__all__ = [
+    "client_options",
+    "kafka_broker",
+    "peak_rss_mib",
+    "percentiles",
+    "print_figures",
+    "print_table",
+    "wait_until",
+]
 
 
 @contextmanager
@@ -65,3 +76,12 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[objec
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
         if number == 0:
             print("  ".join("-" * width for width in widths))
+
+
+async def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.002) -> None:
+    """Poll `predicate` (plain or async) every `interval` seconds until it holds."""
+    deadline = time.monotonic() + timeout
+    while not ((await answer) if inspect.isawaitable(answer := predicate()) else answer):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)

@@ -68,33 +68,7 @@ def task_names(prefix: str, partitions: int, subject: str) -> list[str]:
     return [found[task] for task in range(partitions)]
 
 
-@dataclass
-class Workload:
-    """Generates the stream; `queue_config()` is the YAML both the processors and the replay read."""
-
-    seed: int
-    partitions: int
-    clusters: int = 12
-    placements: int = 24
-    _rng: random.Random = field(init=False)
-    _serial: int = field(default=0, init=False)
-    _active: dict[str, list[str]] = field(default_factory=dict, init=False)
-    _live_placements: dict[str, int] = field(default_factory=dict, init=False)
-    _live_clusters: set[str] = field(default_factory=set, init=False)
-    _probes: int = field(default=0, init=False)
-
-    def __post_init__(self) -> None:
-        self._rng = random.Random(self.seed)
-        self.yunikorn = task_names("team", self.partitions, "Application/{}")
-        """YuniKorn partitions, one per task partition, so that applications (and probes) reach every task."""
-        self.barriers = task_names("b", self.partitions, f"Placement/{BARRIER_NAMESPACE}/{{}}")
-        self._active = {p: [] for p in self.yunikorn}
-
-    # --- the queue configuration ------------------------------------------------------------------
-    def queue_config(self) -> str:
-        """Provided, tag (created under root.namespaces), user (created, filtered) and a fixed fallback that
-        only some users may submit to, so accepted, created and rejected answers all occur."""
-        partition = """\
+_PARTITION = """\
   - name: {name}
     placementrules:
       - name: provided
@@ -132,7 +106,36 @@ class Workload:
           - name: shared
             submitacl: "dave"
 """
-        return "partitions:\n" + "".join(partition.format(name=name) for name in self.yunikorn)
+"""One YuniKorn partition of the queue configuration (see `Workload.queue_config`)."""
+
+
+@dataclass
+class Workload:
+    """Generates the stream; `queue_config()` is the YAML both the processors and the replay read."""
+
+    seed: int
+    partitions: int
+    clusters: int = 12
+    placements: int = 24
+    _rng: random.Random = field(init=False)
+    _serial: int = field(default=0, init=False)
+    _active: dict[str, list[str]] = field(default_factory=dict, init=False)
+    _live_placements: dict[str, int] = field(default_factory=dict, init=False)
+    _live_clusters: set[str] = field(default_factory=set, init=False)
+    _probes: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self.yunikorn = task_names("team", self.partitions, "Application/{}")
+        """YuniKorn partitions, one per task partition, so that applications (and probes) reach every task."""
+        self.barriers = task_names("b", self.partitions, f"Placement/{BARRIER_NAMESPACE}/{{}}")
+        self._active = {p: [] for p in self.yunikorn}
+
+    # --- the queue configuration ------------------------------------------------------------------
+    def queue_config(self) -> str:
+        """Provided, tag (created under root.namespaces), user (created, filtered) and a fixed fallback that
+        only some users may submit to, so accepted, created and rejected answers all occur."""
+        return "partitions:\n" + "".join(_PARTITION.format(name=name) for name in self.yunikorn)
 
     # --- events -----------------------------------------------------------------------------------
     def _event(self, kind: str, data: Any) -> dict[str, Any]:
@@ -328,22 +331,12 @@ class Workload:
         namespace = NAMESPACES[int(name[1:]) % len(NAMESPACES)]
         generation = self._live_placements.get(name, 0) + 1
         self._live_placements[name] = generation
-        spec: dict[str, Any] = {"prioritizerPolicy": {"mode": "Exact", "configurations": self._prioritizers()}}
+        spec: dict[str, Any] = {"prioritizerPolicy": {"mode": "Exact", "configurations": _prioritizers(self._rng)}}
         if rng.random() < 0.5:
             spec["clusterSets"] = rng.sample((*SETS, BASE), rng.randrange(1, len(SETS) + 2))
         if rng.random() < 0.7:
             spec["numberOfClusters"] = rng.randrange(1, 5)
-        predicates: list[dict[str, Any]] = []
-        if rng.random() < 0.6:
-            regions = rng.sample(REGIONS, rng.randrange(1, len(REGIONS)))
-            expressions = [{"key": "region", "operator": rng.choice(("In", "NotIn")), "values": regions}]
-            predicates.append({"requiredClusterSelector": {"labelSelector": {"matchExpressions": expressions}}})
-        if rng.random() < 0.25:
-            claims = [{"key": "platform", "operator": "In", "values": rng.sample(("AWS", "GCP", "Azure"), 2)}]
-            predicates.append({"requiredClusterSelector": {"claimSelector": {"matchExpressions": claims}}})
-        if rng.random() < 0.1:
-            cel = ['managedCluster.metadata.labels["env"] != "test"']
-            predicates.append({"requiredClusterSelector": {"celSelector": {"celExpressions": cel}}})
+        predicates = _predicates(rng)
         if predicates:
             spec["predicates"] = predicates
         tolerations = ({"key": "maintenance", "operator": "Exists"}, {"key": "gpu-busy", "value": "yes"})
@@ -351,13 +344,6 @@ class Workload:
         if rng.random() < 0.2:
             spec["decisionStrategy"] = {"groupStrategy": {"clustersPerDecisionGroup": rng.choice(("50%", 1, 2))}}
         return self._applied(namespace, name, spec, generation)
-
-    def _prioritizers(self) -> list[dict[str, Any]]:
-        chosen = self._rng.sample(("ResourceAllocatableCPU", "ResourceAllocatableMemory"), self._rng.randrange(3))
-        return [
-            {"scoreCoordinate": {"type": "BuiltIn", "builtIn": name}, "weight": self._rng.randrange(1, 4)}
-            for name in chosen
-        ]
 
     def _placement_change(self) -> Item:
         name = f"p{self._rng.randrange(self.placements):03d}"
@@ -368,3 +354,25 @@ class Workload:
             key = f"Placement/{namespace}/{name}"
             return Item(TopicRole.SUBMISSIONS, key, self._event("placement.deleted", data))
         return self._placement(name)
+
+
+def _prioritizers(rng: random.Random) -> list[dict[str, Any]]:
+    """None, one or both resource prioritizers, with weights 1 to 3."""
+    chosen = rng.sample(("ResourceAllocatableCPU", "ResourceAllocatableMemory"), rng.randrange(3))
+    return [{"scoreCoordinate": {"type": "BuiltIn", "builtIn": name}, "weight": rng.randrange(1, 4)} for name in chosen]
+
+
+def _predicates(rng: random.Random) -> list[dict[str, Any]]:
+    """A region label selector, a platform claim selector and a CEL expression, each with its own chance."""
+    predicates: list[dict[str, Any]] = []
+    if rng.random() < 0.6:
+        regions = rng.sample(REGIONS, rng.randrange(1, len(REGIONS)))
+        expressions = [{"key": "region", "operator": rng.choice(("In", "NotIn")), "values": regions}]
+        predicates.append({"requiredClusterSelector": {"labelSelector": {"matchExpressions": expressions}}})
+    if rng.random() < 0.25:
+        claims = [{"key": "platform", "operator": "In", "values": rng.sample(("AWS", "GCP", "Azure"), 2)}]
+        predicates.append({"requiredClusterSelector": {"claimSelector": {"matchExpressions": claims}}})
+    if rng.random() < 0.1:
+        cel = ['managedCluster.metadata.labels["env"] != "test"']
+        predicates.append({"requiredClusterSelector": {"celSelector": {"celExpressions": cel}}})
+    return predicates

@@ -28,48 +28,7 @@ pytestmark = pytest.mark.integration
 POLL = 0.1
 """queue_config_poll_seconds for every processor here."""
 
-CONFIG = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-      - name: user
-        create: true
-        filter:
-          type: deny
-          users: ["^bad"]
-        parent:
-          name: fixed
-          value: root.users
-      - name: fixed
-        value: overflow
-        create: true
-    queues:
-      - name: root
-        submitacl: " devs"
-        adminacl: "admin"
-        queues:
-          - name: dev
-          - name: prod
-            submitacl: "ops"
-          - name: users
-            parent: true
-  - name: gpu
-    placementrules:
-      - name: tag
-        value: namespace
-        create: true
-        parent:
-          name: fixed
-          value: root.ns
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: ns
-            parent: true
-"""
+CONFIG = Path(__file__).with_name("queue_placement_kafka.yaml").read_text()
 
 # The same default partition, except: the user rule now goes below root.people, and root.dev is gone.
 CONFIG_V2 = CONFIG.replace("value: root.users", "value: root.people").replace(

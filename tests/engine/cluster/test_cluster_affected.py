@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, one_set_world
-from test_cluster_engine import SET_LABEL, Driver
+from cluster_engine_driver import SET_LABEL, Driver
 
 from engine.core import EngineSettings
 from engine.inventory import Inventory, InventoryChange

@@ -2,107 +2,34 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import orjson
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, a_world, one_set_world
-
-from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
-from engine.cluster.engine import DISABLE_ANNOTATION
-from engine.core import ConfiguredEngine, Emit, EngineContext, EngineSettings
-from engine.errors import InvalidStateError
-from engine.inventory import Inventory, InventoryChange, ObjectKey
-from topics.codec import decode_event, dump_model, encode_event
-from topics.events import ObjectDeleted
-from topics.inventory import AddOnPlacementScore, ClusterTaintsUpdated, ManagedCluster, Taint
-from topics.names import TopicRole
-from topics.placement import Placement, PlacementDecided
-
-
-def key_of(placement: Placement) -> str:
-    return f"Placement/{placement.metadata.namespace}/{placement.metadata.name}"
-
-
-@dataclass
-class Driver:
-    """A minimal runtime: feeds events, decides, tracks, and records what was published."""
-
-    world: World
-    settings: EngineSettings = field(default_factory=EngineSettings)
-    now: datetime = NOW
-    engine: ClusterPlacementEngine = field(default_factory=ClusterPlacementEngine)
-    states: dict[str, PlacementState] = field(default_factory=dict)
-    published: list[tuple[str, Emit]] = field(default_factory=list)
-    inventory: Inventory = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.inventory = self.world.inventory(self.now)
-
-    def ctx(self) -> EngineContext:
-        return EngineContext(now=self.now, inventory=self.inventory, settings=self.settings)
-
-    def _commit(self, key: str, state: PlacementState | None, emits: tuple[Emit, ...]) -> None:
-        if state is None:
-            self.states.pop(key, None)
-        else:
-            self.states[key] = state
-        self.engine.track(key, state)
-        self.published += [(key, e) for e in emits]
-
-    def apply(self, placement: Placement) -> list[Emit]:
-        key = key_of(placement)
-        raw = encode_event(kind_name="placement.applied", data=placement, subject=key, event_id="e", time=self.now)
-        step = self.engine.on_event(key, self.states.get(key), decode_event(raw, TopicRole.SUBMISSIONS), self.ctx())
-        assert step.redecide and step.state is not None and not step.emits
-        self._commit(key, step.state, ())
-        return self.decide(key)
-
-    def decide(self, key: str) -> list[Emit]:
-        before = len(self.published)
-        step = self.engine.decide(key, self.states[key], self.ctx())
-        self._commit(key, step.state, step.emits)
-        return [e for _, e in self.published[before:]]
-
-    def timer(self, key: str) -> list[Emit]:
-        before = len(self.published)
-        step = self.engine.on_timer(key, self.states[key], self.ctx())
-        self._commit(key, step.state, step.emits)
-        return [e for _, e in self.published[before:]]
-
-    def change(self, changes: list[InventoryChange]) -> list[str]:
-        affected = list(self.engine.affected_by(changes, self.ctx()))
-        for key in affected:
-            self.decide(key)
-        return affected
-
-
-def data(emit: Emit) -> PlacementDecided:
-    assert emit.kind == "placement.decided" and isinstance(emit.data, PlacementDecided)
-    return emit.data
-
-
-def clusters(event: PlacementDecided) -> list[str]:
-    return [d["clusterName"] for page in event.placement_decisions for d in page["status"]["decisions"]]
-
-
-THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
-SIZED = (
-    a_cluster("c1").with_labels(tier="canary").with_resources({"cpu": "4"}),
-    a_cluster("c2").with_resources({"cpu": "16"}),
-    a_cluster("c3").with_labels(tier="canary").with_resources({"cpu": "8"}),
-    a_cluster("c4").with_resources({"cpu": "32"}),
+from cluster_builders import NOW, a_cluster, a_placement, a_world, one_set_world
+from cluster_engine_driver import (
+    _CANARY_GROUP,
+    _CPU,
+    SIZED,
+    THREE,
+    Driver,
+    _resource_weight,
+    clusters,
+    data,
+    key_of,
+    score_of,
 )
 
-
-def _resource_weight(name: str) -> dict[str, Any]:
-    return {"scoreCoordinate": {"type": "BuiltIn", "builtIn": name}, "weight": 1}
-
-
-_CPU = _resource_weight("ResourceAllocatableCPU")
-_CANARY_GROUP = {"groupName": "canary", "groupClusterSelector": {"labelSelector": {"matchLabels": {"tier": "canary"}}}}
+from engine.cluster import ClusterPlacementEngine, explain_placement
+from engine.cluster.engine import DISABLE_ANNOTATION
+from engine.core import ConfiguredEngine, EngineSettings
+from engine.errors import InvalidStateError
+from topics.codec import decode_event, dump_model, encode_event
+from topics.events import ObjectDeleted
+from topics.inventory import ClusterTaintsUpdated, Taint
+from topics.names import TopicRole
+from topics.placement import Placement, PlacementDecided
 
 
 def test_cluster_engine_identity() -> None:
@@ -148,16 +75,9 @@ def test_cluster_engine_publishes_only_changes() -> None:
     key = key_of(placement)
     assert len(driver.apply(placement)) == 1
     assert driver.decide(key) == []
-    driver.inventory.apply(_score("c1", "res", 20), NOW)  # score-only change
+    driver.inventory.apply(score_of("c1", "res", 20), NOW)  # score-only change
     assert driver.decide(key) == []
     assert len(driver.apply(a_placement(spec, generation=2))) == 0  # new generation, same answer
-
-
-def _score(cluster: str, resource: str, value: int, valid_until: str | None = None) -> AddOnPlacementScore:
-    status: dict[str, Any] = {"scores": [{"name": "s", "value": value}]}
-    if valid_until:
-        status["validUntil"] = valid_until
-    return AddOnPlacementScore.model_validate({"metadata": {"name": resource, "namespace": cluster}, "status": status})
 
 
 def test_cluster_engine_condition_transition_time_kept_until_flip() -> None:
@@ -239,184 +159,6 @@ def test_cluster_engine_skips_disabled_and_deleting(metadata: dict[str, Any]) ->
 def test_cluster_engine_disable_annotation_must_be_exactly_true() -> None:
     driver = Driver(one_set_world(*THREE))
     assert len(driver.apply(a_placement(annotations={DISABLE_ANNOTATION: "True"}))) == 1
-
-
-def test_cluster_engine_timers_and_resync() -> None:
-    world = one_set_world(
-        a_cluster("c1").with_taint("k", effect="NoSelect", time_added="2021-12-31T23:59:00Z"), a_cluster("c2")
-    )
-    driver = Driver(world)
-    placement = a_placement({"tolerations": [{"key": "k", "operator": "Exists", "tolerationSeconds": 120}]})
-    key = key_of(placement)
-    assert clusters(data(driver.apply(placement)[0])) == ["c1", "c2"]
-    due = driver.engine.next_due(driver.states[key])
-    assert due == NOW + timedelta(seconds=60)
-    driver.now = due
-    emits = driver.timer(key)
-    assert clusters(data(emits[0])) == ["c2"]
-    assert driver.engine.next_due(driver.states[key]) == due + timedelta(seconds=600)
-    driver.settings = EngineSettings(resync_seconds=0)
-    driver.timer(key)
-    assert driver.engine.next_due(driver.states[key]) is None
-
-
-def test_cluster_engine_score_expiry_timer() -> None:
-    world = one_set_world(a_cluster("c1"), a_cluster("c2"))
-    world.with_score("c1", "res", {"s": 50}, valid_until="2022-01-01T00:00:30Z")
-    driver = Driver(world, settings=EngineSettings(resync_seconds=0))
-    spec = {
-        "numberOfClusters": 1,
-        "prioritizerPolicy": {
-            "mode": "Exact",
-            "configurations": [
-                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "res", "scoreName": "s"}}}
-            ],
-        },
-    }
-    placement = a_placement(spec)
-    key = key_of(placement)
-    assert clusters(data(driver.apply(placement)[0])) == ["c1"]
-    assert driver.engine.next_due(driver.states[key]) == NOW + timedelta(seconds=31)
-    driver.now = NOW + timedelta(seconds=31)
-    event = data(driver.timer(key)[0])
-    assert event.warning == {"plugin": "AddOn/res/s", "message": "AddOnPlacementScores c1/res expired"}
-
-
-def _indexed_world() -> World:
-    world = a_world().with_set("set1").with_set("set2")
-    world.with_set("prod", {"selectorType": "LabelSelector", "labelSelector": {"matchLabels": {"env": "prod"}}})
-    world.with_clusters(a_cluster("a").in_set("set1"), a_cluster("b").in_set("set2").with_labels(env="prod"))
-    world.with_binding("ns1", "set1").with_binding("ns2", "set2").with_binding("ns3", "set1", "set2").with_binding(
-        "ns4", "prod"
-    )
-    return world
-
-
-def _indexed_driver() -> Driver:
-    driver = Driver(_indexed_world())
-    driver.apply(a_placement(name="p1", namespace="ns1"))
-    driver.apply(a_placement(name="p2", namespace="ns2"))
-    driver.apply(a_placement({"clusterSets": ["set2"]}, name="p3", namespace="ns3"))
-    driver.apply(a_placement(name="p0", namespace="ns3"))
-    driver.apply(a_placement(name="p4", namespace="ns4"))
-    cel = {
-        "predicates": [
-            {
-                "requiredClusterSelector": {
-                    "celSelector": {"celExpressions": ['managedCluster.scores("cpu").size() >= 0']}
-                }
-            }
-        ]
-    }
-    driver.apply(a_placement(cel, name="p5", namespace="ns3"))
-    addon = {
-        "prioritizerPolicy": {
-            "configurations": [
-                {"scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "mem", "scoreName": "s"}}}
-            ]
-        }
-    }
-    driver.apply(a_placement(addon, name="p6", namespace="ns2"))
-    return driver
-
-
-def _cluster(name: str, **labels: str) -> ManagedCluster:
-    return ManagedCluster.model_validate({"metadata": {"name": name, "labels": labels}})
-
-
-SET_LABEL = "cluster.open-cluster-management.io/clusterset"
-
-
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        (
-            lambda inv: inv.apply(_cluster("new", **{SET_LABEL: "set1"}), NOW),
-            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
-        ),
-        (
-            lambda inv: inv.apply(_cluster("a", **{SET_LABEL: "set2"}), NOW),
-            [
-                "Placement/ns1/p1",
-                "Placement/ns2/p2",
-                "Placement/ns2/p6",
-                "Placement/ns3/p0",
-                "Placement/ns3/p3",
-                "Placement/ns3/p5",
-            ],
-        ),
-        (
-            lambda inv: inv.apply(_cluster("b", env="prod"), NOW),
-            [
-                "Placement/ns2/p2",
-                "Placement/ns2/p6",
-                "Placement/ns3/p0",
-                "Placement/ns3/p3",
-                "Placement/ns3/p5",
-                "Placement/ns4/p4",
-            ],
-        ),
-        (
-            lambda inv: inv.delete(ObjectKey("ManagedCluster", "", "a"), NOW),
-            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
-        ),
-        (
-            # p5 does not hold a (no "cpu" score object: a runtime error, no match, C15), and Balance and Steady
-            # scores do not move when a candidate leaves
-            lambda inv: inv.apply(ClusterTaintsUpdated(cluster="a", taints=[Taint(key="k", effect="NoSelect")]), NOW),
-            ["Placement/ns1/p1", "Placement/ns3/p0"],
-        ),
-        (
-            lambda inv: inv.delete(ObjectKey("ManagedClusterSetBinding", "ns3", "set2"), NOW),
-            ["Placement/ns3/p0", "Placement/ns3/p3", "Placement/ns3/p5"],
-        ),
-        (
-            lambda inv: inv.delete(ObjectKey("ManagedClusterSet", "", "set1"), NOW),
-            ["Placement/ns1/p1", "Placement/ns3/p0", "Placement/ns3/p5"],
-        ),
-        (lambda inv: inv.apply(_score("a", "cpu", 1), NOW), ["Placement/ns3/p5"]),
-        (lambda inv: inv.apply(_score("b", "mem", 1), NOW), ["Placement/ns2/p6"]),
-        (lambda inv: inv.apply(_score("b", "other", 1), NOW), []),
-    ],
-    ids=[
-        "cluster-added",
-        "cluster-moved-sets",
-        "label-selector-set",
-        "cluster-deleted",
-        "taints",
-        "binding",
-        "set",
-        "cel-scores-literal",
-        "addon-resource",
-        "unused-score",
-    ],
-)
-def test_cluster_engine_affected_by_is_index_driven(change: Any, expected: list[str]) -> None:
-    driver = _indexed_driver()
-    changes = change(driver.inventory)
-    assert changes
-    assert driver.change(changes) == expected
-
-
-def test_cluster_engine_non_literal_scores_call_matches_every_score() -> None:
-    driver = _indexed_driver()
-    expr = "managedCluster.scores(managedCluster.metadata.name).size() >= 0"
-    cel = {"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": [expr]}}}]}
-    driver.apply(a_placement(cel, name="p7", namespace="ns1"))
-    assert driver.change(driver.inventory.apply(_score("a", "anything", 1), NOW)) == ["Placement/ns1/p7"]
-
-
-def test_cluster_engine_balance_counts_other_placements() -> None:
-    driver = Driver(one_set_world(*THREE))
-    for index in range(3):
-        emits = driver.apply(a_placement({"numberOfClusters": 1}, name=f"p{index}"))
-        assert clusters(data(emits[0])) == [f"c{index + 1}"]
-    # Deleting p0 frees c1; a new placement now prefers it.
-    driver._commit("Placement/ns1/p0", None, ())
-    assert clusters(data(driver.apply(a_placement({"numberOfClusters": 1}, name="p9"))[0])) == ["c1"]
-    others = driver.engine.others("Placement/ns1/p9")
-    assert [others.count(c) for c in ("c1", "c2", "c3")] == [0, 1, 1]
-    assert others.max_count() == 1
 
 
 def test_cluster_engine_state_round_trip() -> None:

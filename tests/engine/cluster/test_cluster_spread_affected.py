@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, one_set_world
-from test_cluster_engine import SET_LABEL, Driver, clusters, data
+from cluster_engine_driver import SET_LABEL, Driver, clusters, data
 from test_cluster_spread_terms import builtin, spread, zone
 
 from engine.core import EngineSettings
