@@ -60,9 +60,15 @@ class KafkaLibsError(LocalBrokerError):
 
 
 def default_cache_root() -> Path:
-    """``$PLACEMENT_CACHE_DIR`` or ``<repo>/.cache`` (git-ignored), shared by tests, demo and benchmarks."""
+    """``$PLACEMENT_CACHE_DIR``; else in a checkout ``<repo>/.cache`` (git-ignored), shared by tests, demo and
+    benchmarks; else, for an installed package, the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
     env = os.environ.get("PLACEMENT_CACHE_DIR")
-    return Path(env).expanduser().resolve() if env else _PACKAGE_DIR.parent / ".cache"
+    if env:
+        return Path(env).expanduser().resolve()
+    checkout = _PACKAGE_DIR.parent
+    if (checkout / "pyproject.toml").is_file():
+        return checkout / ".cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "placement-stream"
 
 
 def libs_dir_for(cache_root: Path, version: str) -> Path:

@@ -42,8 +42,8 @@ from topics.names import TOPIC_SPECS, TopicRole
 
 __all__ = ["DEMO_FILES", "describe", "main", "run_demo"]
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+"""Package data, so an installed package has them too; a checkout's `examples/` links here."""
 DEMO_FILES = ("clusters.yaml", "placement.yaml", "placementrule.yaml", "pods.yaml")
 """Applied in this order: inventory before what is placed on it."""
 DEMO_SECONDS = 35.0
