@@ -34,7 +34,6 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.cluster_workload import Item, Workload
 from benchmarks.instances import InstanceGroup, Samples, sample, sum_samples
@@ -44,7 +43,7 @@ from engine.cluster import ClusterPlacementEngine
 from engine.core import EngineSettings, SubjectEngine
 from engine.registry import build_engines
 from engine.runtime import InputRecord, OutputRecord, Runtime
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
 from streams.memory import tune_garbage_collector
 from streams.settings import KafkaSettings, Settings, TopicNames
@@ -215,12 +214,7 @@ async def through_kafka(
         http_port=0,
     )
     names = settings.topics
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        counts = await ensure_topics(settings, admin)
-    finally:
-        await admin.close()
+    counts = await create_topics(settings)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_batch_size=262_144)
     await producer.start()
 

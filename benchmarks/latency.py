@@ -29,12 +29,11 @@ from pathlib import Path
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks.instances import Instance, Samples
 from benchmarks.queue_placement import Workload
 from benchmarks.support import kafka_broker, print_table
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.settings import KafkaSettings, Settings, TopicNames
 
 __all__ = ["main"]
@@ -201,12 +200,7 @@ async def measure(bootstrap: str, rates: list[float], seconds: float, repeat: in
             queue_config=config,
             log_level="WARNING",
         )
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await ensure_topics(settings, admin)
-        finally:
-            await admin.close()
+        await create_topics(settings)
         instance = Instance(settings, f"bench-l-{run}-0")
         await instance.start()
         reader = _Child("read", bootstrap, settings.topics.decisions, "3")

@@ -39,11 +39,10 @@ from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from benchmarks import passthrough
 from benchmarks.support import kafka_broker, peak_rss_mib, percentiles, print_figures
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.kafka.tasks import partition_of
 from streams.replay import Replayer
 from streams.service import Processor
@@ -257,12 +256,7 @@ async def measure_kafka(
         http_port=0,
         log_level="WARNING",
     )
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await ensure_topics(settings, admin)
-    finally:
-        await admin.close()
+    await create_topics(settings)
     backlog = [workload.submission(i) for i in range(workload.records)]
     produce_started = time.perf_counter()
     await _produce(bootstrap, settings.topics.submissions, backlog)

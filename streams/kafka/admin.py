@@ -28,7 +28,7 @@ from streams.kafka.retry import kafka_retrying
 from streams.settings import Settings
 from topics.names import TOPIC_SPECS, TopicRole
 
-__all__ = ["TOPIC_ALREADY_EXISTS", "ensure_topics", "missing_access", "setup_topics"]
+__all__ = ["TOPIC_ALREADY_EXISTS", "create_topics", "ensure_topics", "missing_access", "setup_topics"]
 
 log = logging.getLogger("placement.admin")
 _RECONNECT_SECONDS = 2.0
@@ -105,6 +105,17 @@ async def missing_access(settings: Settings, admin: AIOKafkaAdminClient) -> list
     missing, _absent = await missing_topic_grants(admin, settings, wanted)
     missing += await missing_group_grants(admin, settings.kafka.group_id)
     return missing + await missing_transactional_grants(settings.kafka)
+
+
+async def create_topics(settings: Settings) -> dict[str, int]:
+    """`ensure_topics` through an admin client of its own, for tools, tests and benchmarks that need the topics
+    before a processor runs."""
+    admin = admin_client(settings.kafka)
+    await admin.start()
+    try:
+        return await ensure_topics(settings, admin)
+    finally:
+        await admin.close()
 
 
 async def ensure_topics(

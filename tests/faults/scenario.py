@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from localbroker.broker import LocalBroker
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.settings import KafkaSettings, Settings
 from tests.faults.chaos import DecisionWatch, Feeder, Replica, kill_broker, restart_broker
 from tests.faults.verdict import Verdict, compare, read_committed, replay
@@ -312,12 +311,7 @@ async def run_plan(plan: Plan, bootstrap: str, workdir: Path, broker: LocalBroke
     """Run `plan` against the broker at `bootstrap` (`broker`: the one to stop, when the plan stops it)."""
     started = time.monotonic()
     run = _Run(plan, bootstrap, workdir, broker)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await ensure_topics(run.settings, admin)
-    finally:
-        await admin.close()
+    await create_topics(run.settings)
     await run.feeder.start()
     await run.watch.start()
     supervisor: asyncio.Task[None] | None = None

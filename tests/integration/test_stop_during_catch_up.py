@@ -9,10 +9,9 @@ import logging
 import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 from kafka_support import KafkaWorld, event
 
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.service import Processor
 
 pytestmark = pytest.mark.integration
@@ -25,12 +24,7 @@ async def test_a_stop_during_the_inventory_catch_up_leaves_no_client_open(
     world: KafkaWorld, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = world.settings(stop_grace_seconds=0)  # the stop cancels the catch-up instead of awaiting it
-    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
-    await admin.start()
-    try:
-        await ensure_topics(settings, admin)
-    finally:
-        await admin.close()
+    await create_topics(settings)
     producer = AIOKafkaProducer(bootstrap_servers=world.bootstrap, linger_ms=20, max_batch_size=1_000_000)
     await producer.start()
     try:

@@ -6,11 +6,10 @@ import asyncio
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from kafka_support import KafkaWorld, Record
 
 from engine.runtime import OutputRecord
-from streams.kafka.admin import ensure_topics
+from streams.kafka.admin import create_topics
 from streams.kafka.tasks import TaskProducers
 from streams.kafka.transactions import TaskTransactions
 from streams.settings import Settings
@@ -33,12 +32,7 @@ def _keys(records: list[Record]) -> set[bytes | None]:
 
 async def _started(world: KafkaWorld) -> tuple[Settings, TaskProducers]:
     settings = world.settings()
-    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
-    await admin.start()
-    try:
-        await ensure_topics(settings, admin)
-    finally:
-        await admin.close()
+    await create_topics(settings)
     producers = TaskProducers(settings.kafka)
     for task in range(world.partitions):
         await producers.start(task)
