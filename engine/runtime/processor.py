@@ -60,8 +60,6 @@ class Runtime:
         self.inventory = Inventory()
         self.settings = settings or EngineSettings()
         self.subjects = Subjects(engines)
-        self.states = self.subjects.states
-        """Subject states by key (the same mapping as `subjects.states`)."""
         self.decided_subjects = 0
         """Decisions run so far: one per dirty subject per batch and one per timer fired."""
         self.dead_letter_inventory = dead_letter_inventory
@@ -71,6 +69,11 @@ class Runtime:
         if config is not None:  # the configuration active at start (the service's queue file)
             for configured in self.subjects.configured.values():
                 configured.configure(config)
+
+    @property
+    def states(self) -> dict[str, Any]:
+        """Subject states by key (`Subjects.states`)."""
+        return self.subjects.states
 
     # --- context, lookups -------------------------------------------------------------------------
     def context(self, now: datetime, clock: datetime | None = None) -> EngineContext:
@@ -118,11 +121,10 @@ class Runtime:
                 error = RoutingError(f"the processor does not consume the {record.topic.value} topic")
                 batch.outputs.append(dead_letter(record, Stage.VALIDATE, error, bound_to_task=True))
         if changes:
-            for engine in self.subjects.inventory_aware:
+            for kind, engine in self.subjects.inventory_aware.items():
                 try:
                     affected = engine.affected_by(changes, ctx)
                 except Exception as exc:  # the change itself was applied; only the engine's re-decision is lost
-                    kind = self.subjects.kind_of(engine)
                     self.subjects.incidents.append(Incident(f"{kind}/*", stage_of(exc, Stage.PROCESS), exc, 0))
                     continue
                 batch.dirty.update(k for k in affected if k in self.states)

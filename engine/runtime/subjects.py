@@ -47,7 +47,7 @@ class Subjects:
         self.parted = {engine.KIND: engine for engine in engines if isinstance(engine, PartedStateEngine)}
         self.peer_aware = {engine.KIND: engine for engine in engines if isinstance(engine, PeerAwareEngine)}
         self.timed = {engine.KIND: engine for engine in engines if isinstance(engine, TimedEngine)}
-        self.inventory_aware = [engine for engine in engines if isinstance(engine, InventoryAwareEngine)]
+        self.inventory_aware = {engine.KIND: engine for engine in engines if isinstance(engine, InventoryAwareEngine)}
         self.configured = {engine.KIND: engine for engine in engines if isinstance(engine, ConfiguredEngine)}
         self.timers = TimerQueue()
         self.changelog = ChangelogMemory()
@@ -57,10 +57,6 @@ class Subjects:
     def engine_for(self, key: str) -> SubjectEngine[Any]:
         """The engine owning a subject key."""
         return self.engines[subject_kind(key)]
-
-    def kind_of(self, engine: object) -> str:
-        """The subject kind an engine owns."""
-        return next(kind for kind, known in self.engines.items() if known is engine)
 
     def set(self, engine: SubjectEngine[Any], key: str, state: Any) -> None:
         """Make `state` the subject's state (None: it is gone), with the engine's indexes and its timer."""
