@@ -108,8 +108,7 @@ class BatchHandler:
             progress.first_batch_at = time.perf_counter()
         chunks: Iterator[Handover] = iter([Handover(doomed)] if doomed else [])
         if records:
-            timed = self._publisher.engine_timed(runtime.process_chunks(self._inputs(records), now))
-            chunks = itertools.chain(chunks, timed)
+            chunks = itertools.chain(chunks, runtime.process_chunks(self._inputs(records), now))
         by_topic = Counter(record.topic for record in records)
         for topic, count in by_topic.items():
             metrics.consumed.labels(topic).inc(count)

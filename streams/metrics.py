@@ -57,7 +57,7 @@ class Metrics:
         self.rebalances = Counter("placement_rebalances", "Consumer-group assignments received", registry=r)
         self.decision_latency = Histogram(
             "placement_decision_latency_seconds",
-            "Engine time per batch (apply, decide, encode)",
+            "Engine time per published batch (apply, decide, encode, in the worker thread)",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
@@ -64,6 +64,7 @@ class Publisher:
         positions = {tp: offset for task_offsets in offsets.values() for tp, offset in task_offsets.items()}
         handed = iter(chunks)
         engine = sending = 0.0
+        handed_over = 0
         while True:
             started = time.perf_counter()
             chunk = await asyncio.to_thread(next, handed, None)
@@ -71,6 +72,7 @@ class Publisher:
             engine += handed_at - started
             if chunk is None:
                 break
+            handed_over += 1
             self._health.progressed()
             await transactions.send(chunk.records)
             if chunk.finished is not None:
@@ -78,6 +80,8 @@ class Publisher:
             await let_producers_send()
             sending += time.perf_counter() - handed_at
         self._metrics.decided.inc(runtime.decided_subjects - decided)
+        if handed_over:
+            self._metrics.decision_latency.observe(engine)
         started = time.perf_counter()
         tallies = await transactions.commit(pending)
         if offsets:  # a batch of consumed records, not a timer or re-decision
@@ -104,15 +108,3 @@ class Publisher:
             loose.add(transactions.loose)
             self._metrics.count_produced(loose, self._topic_of)
         return sorted(transactions.errors)
-
-    def engine_timed(self, chunks: Iterator[Handover]) -> Iterator[Handover]:
-        """Pass the chunks through, observing the engine's time (apply, decide, encode) without the sending."""
-        spent = 0.0
-        while True:
-            started = time.perf_counter()
-            chunk = next(chunks, None)
-            spent += time.perf_counter() - started
-            if chunk is None:
-                break
-            yield chunk
-        self._metrics.decision_latency.observe(spent)

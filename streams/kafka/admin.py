@@ -58,6 +58,14 @@ async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) ->
             log.error(message, extra={"bootstrap_servers": kafka.bootstrap_servers})
             said = message
 
+    async def unreachable(error: BaseException) -> None:
+        reachable(False)
+        log.error(
+            "Kafka is not reachable; retrying until it is",
+            extra={"bootstrap_servers": kafka.bootstrap_servers, "error": repr(error)},
+        )
+        await asyncio.sleep(_RECONNECT_SECONDS)
+
     while True:
         failure = await probe_connection(kafka)
         problem = describe_failure(failure, kafka) if failure is not None else None
@@ -66,12 +74,7 @@ async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) ->
             await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
             continue
         if failure is not None:
-            reachable(False)
-            log.error(
-                "Kafka is not reachable; retrying until it is",
-                extra={"bootstrap_servers": kafka.bootstrap_servers, "error": str(failure)},
-            )
-            await asyncio.sleep(_RECONNECT_SECONDS)
+            await unreachable(failure)
             continue
         admin = admin_client(kafka)
         try:
@@ -86,12 +89,7 @@ async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) ->
         except (KafkaError, TimeoutError) as exc:
             problem = describe_failure(exc, kafka)
             if problem is None:  # the broker went away or is electing leaders (a restart): try again soon
-                reachable(False)
-                log.error(
-                    "Kafka is not reachable; retrying until it is",
-                    extra={"bootstrap_servers": kafka.bootstrap_servers, "error": repr(exc)},
-                )
-                await asyncio.sleep(_RECONNECT_SECONDS)
+                await unreachable(exc)
                 continue
             once(f"cannot use Kafka: {problem}")
         finally:
