@@ -23,7 +23,7 @@ from streams.metrics import Metrics
 from streams.publisher import Publisher
 from topics.names import TopicRole
 
-__all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued"]
+__all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued", "without_processed"]
 
 log = logging.getLogger("placement.service")
 
@@ -60,6 +60,27 @@ def input_records(records: Iterable[ConsumerRecord[bytes, bytes]], roles: Mappin
         )
         for r in records
     ]
+
+
+def without_processed(
+    subjects: Records, floors: Mapping[TopicPartition, int]
+) -> tuple[Records, dict[TopicPartition, int]]:
+    """The polled records minus those below the position this instance committed (or restored to): its state
+    already holds them, so deciding them again would publish their decisions twice. Such records come back when
+    a consumer position falls back, which a broker restart in the middle of a rebalance was seen to cause (a
+    soak published 4 decisions twice from one producer, with no fence between). Returns the records kept and
+    how many were dropped per partition."""
+    kept: Records = {}
+    dropped: dict[TopicPartition, int] = {}
+    for tp, records in subjects.items():
+        floor = floors.get(tp)
+        if floor is None or not records or records[0].offset >= floor:
+            kept[tp] = records
+            continue
+        fresh = [r for r in records if r.offset >= floor]
+        dropped[tp] = len(records) - len(fresh)
+        kept[tp] = fresh
+    return kept, dropped
 
 
 def observe_queued(metrics: Metrics, subjects: Records) -> None:

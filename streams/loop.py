@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from engine.runtime import Handover
-from streams.batches import BatchHandler, Records, observe_queued, utcnow
+from streams.batches import BatchHandler, Records, observe_queued, utcnow, without_processed
 from streams.health import Health
 from streams.kafka.assignment import TaskOwnership
 from streams.kafka.barrier import InventoryBarrier
@@ -107,6 +107,12 @@ class ProcessingLoop:
                     # could run a committed batch twice) or after (dropping would lose them), so none is processed
                     self._unpoll(consumer, subjects, ownership.positioned)
                     subjects = {}
+                subjects, dropped = without_processed(subjects, ownership.consumed_positions())
+                for tp, count in dropped.items():
+                    log.warning(
+                        "records this instance had committed were fetched again; not decided twice",
+                        extra={"partition": str(tp), "records": count},
+                    )
                 owned = self._tasks.owned
                 peers.apply(from_peers, owned)
                 await batches.handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
@@ -125,7 +131,7 @@ class ProcessingLoop:
                     self._health.note_broker(True)
                 except (TimeoutError, KafkaError) as exc:
                     self._health.note_broker(False, exc)
-                await self._metrics.record_lag(consumer)
+                self._metrics.record_lag(consumer, ownership.consumed_positions())
 
     @staticmethod
     def _unpoll(consumer: AIOKafkaConsumer, subjects: Records, to: dict[TopicPartition, int]) -> None:

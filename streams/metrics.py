@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine.runtime import OutputRecord
@@ -76,7 +76,10 @@ class Metrics:
             registry=r,
         )
         self.lag = Gauge(
-            "placement_consumer_lag", "Last stable offset minus position", ["topic", "partition"], registry=r
+            "placement_consumer_lag",
+            "Last stable offset minus the last committed position",
+            ["topic", "partition"],
+            registry=r,
         )
         self.restore_seconds = Gauge("placement_restore_seconds", "Duration of the last restore", ["table"], registry=r)
         self.ready = Gauge("placement_ready", "1 when the service is ready", registry=r)
@@ -111,11 +114,12 @@ class Metrics:
             self.cel_stopped.inc(gained)
             self._cel_stopped_seen += gained
 
-    async def record_lag(self, consumer: AIOKafkaConsumer) -> None:
-        """The group consumer's lag per assigned partition: last stable offset minus position."""
+    def record_lag(self, consumer: AIOKafkaConsumer, consumed: Mapping[TopicPartition, int]) -> None:
+        """The group consumer's lag per assigned partition: last stable offset minus the position this instance
+        last committed there (or started from). Nothing here awaits: a rebalance runs beside the loop and can
+        take a partition during any await, and `position()` of a partition not yet positioned waits for the
+        broker, which may be away."""
         for tp in consumer.assignment():
-            stable = consumer.last_stable_offset(tp)
-            if stable is None or stable < 0:
-                continue
-            position = await consumer.position(tp)
-            self.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - position))
+            at, stable = consumed.get(tp), consumer.last_stable_offset(tp)
+            if at is not None and stable is not None and stable >= 0:
+                self.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - at))

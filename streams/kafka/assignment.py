@@ -165,6 +165,11 @@ class TaskOwnership:
         self.stale.add(partition)
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
 
+    def consumed_positions(self) -> dict[TopicPartition, int]:
+        """Where each subject partition's consumption stands: its last committed position, else where this
+        instance positioned it when it took the task."""
+        return {**self.positioned, **self._committed}
+
     def keys_of(self, partition: int) -> list[str]:
         return [key for key in self._runtime.states if self._task_of(key) == partition]
 

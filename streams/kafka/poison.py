@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.errors import (
     CorruptRecordException,
-    KafkaError,
     MessageSizeTooLargeError,
     RecordListTooLargeError,
     RecordTooLargeError,
@@ -32,7 +31,7 @@ _Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 _RECORD_ERRORS = (MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError, CorruptRecordException)
 
 
-def caused_by_records(error: KafkaError) -> bool:
+def caused_by_records(error: Exception) -> bool:
     """Whether the broker or the producer refused the records themselves, so trying them again cannot help."""
     return isinstance(error, _RECORD_ERRORS)
 
@@ -100,7 +99,7 @@ class PoisonGuard:
                 letters += [dead_letter(r, Stage.PROCESS, error, bound_to_task=True) for r in inputs(batch)]
         return letters, tasks
 
-    def aborted(self, task: int, error: KafkaError, until: dict[TopicPartition, int]) -> None:
+    def aborted(self, task: int, error: Exception, until: dict[TopicPartition, int]) -> None:
         """A task's transaction was aborted: count it when the records caused it. `until` are the task's
         positions past the failed batch."""
         if not caused_by_records(error):

@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import IllegalOperation, KafkaError
 
 from engine.runtime import OutputRecord
 from streams.kafka.task_offsets import encode_task_offsets, task_offsets_key
@@ -28,6 +28,10 @@ __all__ = ["TaskTransactions", "let_producers_send"]
 log = logging.getLogger("placement.transactions")
 
 Offsets = dict[TopicPartition, int]
+
+TRANSACTION_FAILURES = (KafkaError, IllegalOperation)
+"""What ends a task's transaction. A producer that learns of a fence while its batches are in flight ends the
+transaction itself, and its next call raises IllegalOperation, which aiokafka does not derive from KafkaError."""
 
 
 async def let_producers_send() -> None:
@@ -68,7 +72,7 @@ class TaskTransactions:
         """Tasks committing in the background since the runtime marked them finished."""
         self.failed: set[int] = set()
         """Tasks whose transaction was aborted; their state must be restored from Kafka."""
-        self.errors: dict[int, KafkaError] = {}
+        self.errors: dict[int, Exception] = {}
         """The error that aborted each failed task's transaction."""
         self.committed: set[int] = set()
         """Tasks whose transaction committed."""
@@ -95,7 +99,7 @@ class TaskTransactions:
                     continue
                 opened.tally.add(bound)
                 await opened.sender.add(bound)
-            except KafkaError as exc:
+            except TRANSACTION_FAILURES as exc:
                 await self._abort(task, exc)
 
     def finish(self, task: int, offsets: Offsets) -> None:
@@ -129,7 +133,7 @@ class TaskTransactions:
                 await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
             await opened.sender.flush()
             await opened.transaction.aclose()
-        except KafkaError as exc:
+        except TRANSACTION_FAILURES as exc:
             await self._abort(task, exc, opened)
             return None
         self.committed.add(task)
@@ -158,7 +162,7 @@ class TaskTransactions:
         value = encode_task_offsets(offsets)
         await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task)
 
-    async def _abort(self, task: int, error: KafkaError, opened: _Open | None = None) -> None:
+    async def _abort(self, task: int, error: Exception, opened: _Open | None = None) -> None:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""
         log.error(
             f"transaction failed ({type(error).__name__}); the task will be restored",
@@ -172,5 +176,5 @@ class TaskTransactions:
         opened.sender.discard()
         try:
             await opened.transaction.__aexit__(type(error), error, error.__traceback__)
-        except KafkaError:
+        except TRANSACTION_FAILURES:
             log.exception("abort failed; restarting the task's producer fences the transaction", extra={"task": task})

@@ -105,12 +105,17 @@ class Replica:
         return True
 
     def last_error(self) -> str:
-        """The last ERROR line of the log (JSON logs: its message), to say why a process ended."""
+        """Why a process ended: the exception of a traceback it printed last, else its last ERROR line."""
         try:
             lines = self.log.read_text(errors="replace").splitlines()
         except OSError:
             return "(no log)"
-        for line in reversed(lines[-200:]):
+        tail = lines[-200:]
+        tracebacks = [i for i, line in enumerate(tail) if line.startswith("Traceback (most recent call last)")]
+        if tracebacks:
+            trace = [line for line in tail[tracebacks[-1] :] if line.strip()]
+            return " | ".join([*trace[-4:]])[:600]
+        for line in reversed(tail):
             if '"ERROR"' in line or "Error" in line:
                 return line[:300]
         return lines[-1][:300] if lines else "(empty log)"

@@ -95,6 +95,8 @@ class Report:
             found.append(f"decisions did not flow again within {BOUND_SECONDS:g} s: {timings}")
         if self.regressions:
             found.append(f"decisions went back to older inventory: {self.regressions}")
+        if self.exits:
+            found.append(f"instances ended on their own: {self.exits}")
         if any(code != 0 for code in self.stop_codes):
             found.append(f"SIGTERM did not end every instance with exit 0: {self.stop_codes}")
         return found

@@ -32,8 +32,6 @@ def _check(report: Report) -> None:
     assert len(report.broker_recoveries) == len(report.plan.broker_stops)
     assert report.verdict.checked["applications"] > 100 and report.verdict.checked["placements"] > 10
     assert report.verdict.checked["dead letters"] > 0
-    if not report.plan.broker_stops:
-        assert not report.exits, f"no instance may end on its own because another one was killed: {report.exits}"
     problems = report.problems()
     assert not problems, "\n".join(problems)
 

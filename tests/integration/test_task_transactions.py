@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -72,12 +74,21 @@ async def test_a_finished_task_commits_while_the_other_stays_open(world: KafkaWo
         await producers.stop_all()
 
 
-async def test_a_fenced_task_fails_alone_and_takes_no_more_records(world: KafkaWorld) -> None:
+@asynccontextmanager
+async def _zombie_of_task_0(world: KafkaWorld) -> AsyncIterator[tuple[Settings, TaskTransactions, AIOKafkaProducer]]:
+    """Started task producers, a batch's transactions, and a producer that fences task 0 once started."""
     settings, producers = await _started(world)
-    topics = settings.topics
     zombie = AIOKafkaProducer(bootstrap_servers=world.bootstrap, transactional_id=producers.transactional_id(0))
     try:
-        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        yield settings, TaskTransactions(producers, settings.topics.name, _task_of, settings.kafka.group_id), zombie
+    finally:
+        await zombie.stop()
+        await producers.stop_all()
+
+
+async def test_a_fenced_task_fails_alone_and_takes_no_more_records(world: KafkaWorld) -> None:
+    async with _zombie_of_task_0(world) as (settings, transactions, zombie):
+        topics = settings.topics
         await transactions.send([_decision("a0"), _decision("a1")])
         await zombie.start()  # bumps task 0's epoch: its producer is fenced
         transactions.finish(0, {TopicPartition(topics.submissions, 0): 7})
@@ -88,6 +99,21 @@ async def test_a_fenced_task_fails_alone_and_takes_no_more_records(world: KafkaW
         seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
         assert _keys(seen) == {b"a1"}
         assert await world.committed_offsets(topics.submissions) == {}
-    finally:
-        await zombie.stop()
-        await producers.stop_all()
+
+
+async def test_a_task_fenced_before_its_commit_fails_alone(world: KafkaWorld) -> None:
+    async with _zombie_of_task_0(world) as (settings, transactions, zombie):
+        topics = settings.topics
+        await zombie.start()  # bumps task 0's epoch before its producer sends anything
+        # two records over a batch's size: the first batch goes out at once, and its AddPartitionsToTxn
+        # meets the fence, which ends the producer's transaction: its next send raises IllegalOperation
+        large = [OutputRecord(TopicRole.DECISIONS, b"a0", bytes(700_000), subject="a0") for _ in range(2)]
+        await transactions.send([*large, _decision("a1")])
+        await asyncio.sleep(1.0)
+        transactions.finish(0, {TopicPartition(topics.submissions, 0): 7})
+        tallies = await transactions.commit({1: {TopicPartition(topics.submissions, 1): 3}})
+        assert transactions.failed == {0}
+        assert [sum(t.topics.values()) for t in tallies] == [1], "task 1 alone committed"
+        seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
+        assert _keys(seen) == {b"a1"}
+        assert await _committed(world, topics.submissions, {1: 3}) == {1: 3}
