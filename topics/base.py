@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidatorFunctionWrapHandler
 from pydantic.alias_generators import to_camel
 
-__all__ = ["EventData", "KubeObject"]
+from topics.interning import SharedByKey
+
+__all__ = ["EventData", "KubeObject", "validated_once"]
 
 
 class EventData(BaseModel):
@@ -24,3 +27,17 @@ class KubeObject(BaseModel):
     """A Kubernetes-style object: unknown fields are kept so users can send the YAML they already have."""
 
     model_config = ConfigDict(frozen=True, extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+
+def validated_once(pool: SharedByKey[Any], value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """`handler(value)` once per distinct plain-JSON `value` while anything holds the result, which is shared:
+    for the spec fragments many objects repeat (100,000 Placements carry a few hundred distinct predicate,
+    toleration and prioritizer lists, and each model costs about 600 bytes). The results are frozen models
+    and lists of them that nothing mutates."""
+    if type(value) not in (dict, list):
+        return handler(value)
+    try:
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON: validate it as it is
+        return handler(value)
+    return pool.get(key, lambda: handler(value))

@@ -10,10 +10,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import Field, StrictInt, StrictStr, model_validator
+from pydantic import (
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 from typing_extensions import TypedDict
 
-from topics.base import EventData, KubeObject
+from topics.base import EventData, KubeObject, validated_once
+from topics.interning import SharedByKey
 from topics.k8s import Condition, Int32, LabelSelector, LabelSelectorRequirement, ObjectMeta
 
 __all__ = [
@@ -148,6 +157,17 @@ class PlacementSpec(KubeObject):
     decision_strategy: DecisionStrategy = Field(default_factory=DecisionStrategy)
     spread_policy: dict[str, Any] | None = None
 
+    @field_validator("predicates", "prioritizer_policy", "tolerations", "decision_strategy", mode="wrap")
+    @classmethod
+    def _shared_part(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        return validated_once(_SHARED_PARTS[info.field_name or ""], value, handler)
+
+
+_SHARED_PARTS: dict[str, SharedByKey[Any]] = {
+    name: SharedByKey() for name in ("predicates", "prioritizer_policy", "tolerations", "decision_strategy", "spec")
+}
+"""Spec parts, and whole specs, by their JSON: Placements repeat them (see `validated_once`)."""
+
 
 class Placement(KubeObject):
     """`cluster.open-cluster-management.io/v1beta1` Placement."""
@@ -156,6 +176,11 @@ class Placement(KubeObject):
     kind: str = "Placement"
     metadata: ObjectMeta
     spec: PlacementSpec = Field(default_factory=PlacementSpec)
+
+    @field_validator("spec", mode="wrap")
+    @classmethod
+    def _shared_spec(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return validated_once(_SHARED_PARTS["spec"], value, handler)
 
 
 class ClusterDecision(TypedDict):

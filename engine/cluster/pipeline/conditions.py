@@ -7,9 +7,20 @@ from datetime import datetime
 from functools import lru_cache
 
 from engine.cluster.pipeline.status import Code, PluginStatus
+from topics.interning import Interner
 from topics.k8s import Condition
 
-__all__ = ["MISCONFIGURED", "SATISFIED", "misconfigured_condition", "satisfied_condition", "set_conditions"]
+__all__ = [
+    "MISCONFIGURED",
+    "SATISFIED",
+    "misconfigured_condition",
+    "satisfied_condition",
+    "set_conditions",
+    "shared_condition",
+]
+
+shared_condition: Interner[Condition] = Interner()
+"""Placements decided at one instant mostly publish equal conditions: one object per distinct condition."""
 
 MISCONFIGURED = "PlacementMisconfigured"
 SATISFIED = "PlacementSatisfied"
@@ -77,7 +88,7 @@ def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now:
             out.append(old)
             continue
         when = old.last_transition_time if old is not None and old.status == condition.status else None
-        out.append(condition.model_copy(update={"last_transition_time": when or now}))
+        out.append(shared_condition(condition.model_copy(update={"last_transition_time": when or now})))
     return out
 
 

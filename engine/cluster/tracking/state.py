@@ -12,6 +12,7 @@ decision read before any Placement is an older one that a later entry replaces, 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -20,10 +21,12 @@ from itertools import chain
 from typing import Any
 
 from engine.cluster.fleet.ids import Fleet, Ids
-from engine.cluster.pipeline.groups import Page
+from engine.cluster.pipeline.conditions import shared_condition
+from engine.cluster.pipeline.groups import Page, shared_clusters
 from engine.core import StatePart
 from engine.errors import InvalidStateError
 from topics.codec import dump_model
+from topics.interning import Interner
 from topics.k8s import Condition
 from topics.placement import Placement
 
@@ -40,6 +43,9 @@ __all__ = [
 
 DECISION_PART = "decision"
 """The changelog part holding a placement's published decision and timer."""
+
+_shared_decided: Interner[frozenset[str]] = Interner()
+"""Placements with the same predicates and sets decide the same clusters: one set per distinct decision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +221,7 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
         published = Published(
             pages=_load_pages(body["pages"]),
             selected=int(body["selected"]),
-            conditions=tuple(Condition.model_validate(c) for c in body["conditions"]),
+            conditions=tuple(shared_condition(Condition.model_validate(c)) for c in body["conditions"]),
             warning=None if warning is None else (str(warning[0]), str(warning[1])),
             generation=int(body.get("generation", 0)),
             evaluation_time=evaluated,
@@ -224,8 +230,11 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
 
 
 def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
-    return tuple(Page(str(n), str(g), int(i), tuple(str(c) for c in cs)) for n, g, i, cs in raw)
+    # names read from JSON are new strings per occurrence: hundreds per decision, so share them
+    return tuple(
+        Page(str(n), str(g), int(i), shared_clusters(tuple(sys.intern(str(c)) for c in cs))) for n, g, i, cs in raw
+    )
 
 
 def _decided(pages: Sequence[Page]) -> frozenset[str]:
-    return frozenset(chain.from_iterable(page.clusters for page in pages))
+    return _shared_decided(frozenset(chain.from_iterable(page.clusters for page in pages)))

@@ -1,0 +1,75 @@
+"""One shared instance per distinct immutable value, for what many objects hold equal copies of.
+
+Most of a cluster placement engine's memory is repeated values: 10,000 Placements held 54 MiB of decided-cluster
+sets of which 4 MiB were distinct, 20,000 condition objects of which 2 were, and a predicate, toleration or
+prioritizer policy model per Placement where the workload has a few dozen distinct ones. A pool hands out one
+instance per value and drops the values nothing else holds whenever it has doubled since its last sweep, so it
+stays about as large as what is in use and its cost per call stays constant.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["Interner", "SharedByKey"]
+
+T = TypeVar("T")
+H = TypeVar("H", bound=Hashable)
+
+
+class _Probe:
+    """A fresh hashable object for a sweep to measure with."""
+
+    __slots__ = ()
+
+
+class SharedByKey(Generic[T]):
+    """The instance made for a key, made once while anything holds it (`get(key, make)`)."""
+
+    __slots__ = ("_floor", "_pool", "_sweep_at")
+
+    def __init__(self, floor: int = 1024) -> None:
+        self._pool: dict[Hashable, T] = {}
+        self._floor = floor
+        self._sweep_at = floor
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        pooled = self._pool.get(key)
+        if pooled is None:
+            pooled = self._pool[key] = make()
+            if len(self._pool) >= self._sweep_at:
+                self._sweep()
+        return pooled
+
+    def __len__(self) -> int:
+        return len(self._pool)
+
+    def _sweep(self) -> None:
+        pool = self._pool
+        # a probe entry, stored as the pool stores its values, shows how many references the pool and this
+        # loop account for (one more here: the `probe` name), whatever the interpreter's counting details
+        probe = _Probe()
+        pool[probe if self._KEY_IS_VALUE else _Probe()] = probe  # type: ignore[assignment]
+        # a snapshot taken in one C call: the engine thread and the event loop's (explain, peers) share pools
+        entries = list(pool.items())
+        counts = [(key, value is probe, sys.getrefcount(value)) for key, value in entries]
+        del entries
+        floor = next(count for _, is_probe, count in counts if is_probe) - 1
+        for key, is_probe, count in counts:
+            if is_probe or count <= floor:
+                pool.pop(key, None)
+        self._sweep_at = max(self._floor, 2 * len(pool))
+
+    _KEY_IS_VALUE = False
+
+
+class Interner(SharedByKey[H]):
+    """Returns the pooled instance equal to a value, pooling the value when it is new."""
+
+    __slots__ = ()
+    _KEY_IS_VALUE = True
+
+    def __call__(self, value: H) -> H:
+        return self.get(value, lambda: value)
