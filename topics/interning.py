@@ -4,7 +4,8 @@ Most of a cluster placement engine's memory is repeated values: 10,000 Placement
 sets of which 4 MiB were distinct, 20,000 condition objects of which 2 were, and a predicate, toleration or
 prioritizer policy model per Placement where the workload has a few dozen distinct ones. A pool hands out one
 instance per value and drops the values nothing else holds whenever it has doubled since its last sweep, so it
-stays about as large as what is in use and its cost per call stays constant.
+stays about as large as what is in use and its cost per call stays constant. A value belongs in one pool
+only: two pools holding the same object would each keep it for the other, for ever.
 """
 
 from __future__ import annotations

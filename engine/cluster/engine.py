@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from engine.cluster.explain.placement import explain_evaluation
 from engine.cluster.fleet.views import EvaluationError, InventoryView
-from engine.cluster.pipeline.compiled import CompiledPlacement, compile_placement
+from engine.cluster.pipeline.compiled import CompiledPlacement, compiled_spec
 from engine.cluster.pipeline.evaluate import Evaluation, evaluate
 from engine.cluster.pipeline.framework import BalanceCounts, EvalContext, ValueRange
 from engine.cluster.pipeline.plugins.predicate import stopped_count
@@ -85,11 +85,11 @@ class ClusterPlacementEngine:
         return view
 
     def compiled(self, key: str, placement: Placement) -> CompiledPlacement:
-        """Selectors and CEL of a placement, compiled once per Placement object."""
+        """Selectors and CEL of a placement, compiled once per spec object."""
         cached = self._compiled.get(key)
         if cached is not None and cached[0] is placement:
             return cached[1]
-        compiled = compile_placement(placement)
+        compiled = compiled_spec(placement)
         self._compiled[key] = (placement, compiled)
         return compiled
 

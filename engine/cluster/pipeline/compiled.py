@@ -5,7 +5,7 @@ Compilation errors are kept as values: whether they are reported depends on the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.cluster.matching.cel_env import CelCompileError, CompiledExpression, compile_expression
 from engine.cluster.matching.selectors import (
@@ -16,9 +16,10 @@ from engine.cluster.matching.selectors import (
     compile_selector,
 )
 from engine.cluster.pipeline.spread.terms import NO_SPREAD, SpreadPolicy, parse_spread
-from topics.placement import ClusterClaimSelector, Placement
+from topics.interning import SharedByKey
+from topics.placement import ClusterClaimSelector, Placement, PlacementSpec
 
-__all__ = ["CompiledPlacement", "CompiledSelector", "PredicateKey", "compile_placement"]
+__all__ = ["CompiledPlacement", "CompiledSelector", "PredicateKey", "compile_placement", "compiled_spec"]
 
 PredicateKey = tuple[tuple[Selector, Selector, str], ...]
 
@@ -50,6 +51,8 @@ class CompiledPlacement:
     """Score resource names used through `scores()` literals; None means any name (spec L4)."""
     spread: SpreadPolicy = NO_SPREAD
     """The spread terms, validated (or their first error)."""
+    source: PlacementSpec | None = field(default=None, compare=False, repr=False)
+    """The spec compiled: held, so the spec's id names no other spec while this is shared by it."""
 
     @property
     def predicate_key(self) -> PredicateKey:
@@ -61,6 +64,16 @@ def _claims(selector: ClusterClaimSelector | None) -> Selector:
     if selector is None:
         return EVERYTHING
     return compile_selector(None, selector.match_expressions)
+
+
+_by_spec: SharedByKey[CompiledPlacement] = SharedByKey()
+
+
+def compiled_spec(placement: Placement) -> CompiledPlacement:
+    """`compile_placement` once per spec object: Placements that repeat a spec share one (topics/placement.py
+    pools equal specs), so a cold start or a restore compiles each distinct spec once."""
+    spec = placement.spec
+    return _by_spec.get(id(spec), lambda: compile_placement(placement))
 
 
 def compile_placement(placement: Placement) -> CompiledPlacement:
@@ -111,4 +124,5 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
         group_error,
         None if any_name else frozenset(names),
         parse_spread(placement.spec.spread_policy),
+        placement.spec,
     )

@@ -17,16 +17,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from itertools import chain
 from typing import Any
 
 from engine.cluster.fleet.ids import Fleet, Ids
-from engine.cluster.pipeline.conditions import shared_condition
 from engine.cluster.pipeline.groups import Page, shared_clusters
 from engine.core import StatePart
 from engine.errors import InvalidStateError
 from topics.codec import dump_model
-from topics.interning import Interner
+from topics.interning import Interner, SharedByKey
 from topics.k8s import Condition
 from topics.placement import Placement
 
@@ -43,6 +43,9 @@ __all__ = [
 
 DECISION_PART = "decision"
 """The changelog part holding a placement's published decision and timer."""
+
+_loaded_conditions: SharedByKey[Condition] = SharedByKey()
+"""Conditions read back from the changelog, by their entry's items."""
 
 _shared_decided: Interner[frozenset[str]] = Interner()
 """Placements with the same predicates and sets decide the same clusters: one set per distinct decision."""
@@ -108,7 +111,13 @@ class PlacementState:
 
 
 def _time(raw: Any) -> datetime | None:
-    return None if raw is None else datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    return None if raw is None else _parsed_time(str(raw))
+
+
+@lru_cache(maxsize=4096)
+def _parsed_time(text: str) -> datetime:
+    """A restore reads the same few instants thousands of times (every placement of a batch shares one)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def dump_placement_state(state: PlacementState) -> dict[str, Any]:
@@ -221,7 +230,7 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
         published = Published(
             pages=_load_pages(body["pages"]),
             selected=int(body["selected"]),
-            conditions=tuple(shared_condition(Condition.model_validate(c)) for c in body["conditions"]),
+            conditions=tuple(_load_condition(c) for c in body["conditions"]),
             warning=None if warning is None else (str(warning[0]), str(warning[1])),
             generation=int(body.get("generation", 0)),
             evaluation_time=evaluated,
@@ -229,11 +238,20 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
     return published, _time(raw.get("due"))
 
 
+def _load_condition(raw: Mapping[str, Any]) -> Condition:
+    """A condition entry, validated once per distinct entry (placements mostly hold the same few). Not also
+    put in the pool of computed conditions (`shared_condition`): see topics/interning.py."""
+    try:
+        key = tuple(raw.items())
+        hash(key)
+    except TypeError:  # a nested value: validate it as it is
+        return Condition.model_validate(raw)
+    return _loaded_conditions.get(key, lambda: Condition.model_validate(raw))
+
+
 def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
     # names read from JSON are new strings per occurrence: hundreds per decision, so share them
-    return tuple(
-        Page(str(n), str(g), int(i), shared_clusters(tuple(sys.intern(str(c)) for c in cs))) for n, g, i, cs in raw
-    )
+    return tuple(Page(str(n), str(g), int(i), shared_clusters(tuple(map(sys.intern, cs)))) for n, g, i, cs in raw)
 
 
 def _decided(pages: Sequence[Page]) -> frozenset[str]:

@@ -20,6 +20,7 @@ from engine.cluster.tracking.state import (
 from engine.errors import InvalidStateError
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.names import TopicRole
+from topics.placement import Placement
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 KEY = "Placement/apps/web"
@@ -196,10 +197,48 @@ def test_a_whole_state_entry_from_before_the_parts_is_read_and_later_parts_apply
         (DECISION_PART, {"published": None, "due": "yesterday"}),
         ("", {"placement": {"metadata": {}}}),
         ("", {"spec": {}}),
+        (
+            DECISION_PART,
+            {
+                "published": {
+                    "pages": [["web-decision-1", "", 0, [1]]],
+                    "selected": 1,
+                    "conditions": [],
+                    "evaluationTime": "2026-01-01T00:00:00Z",
+                }
+            },
+        ),
     ],
-    ids=["unknown-part", "bad-pages", "bad-due", "bad-placement", "no-placement"],
+    ids=["unknown-part", "bad-pages", "bad-due", "bad-placement", "no-placement", "non-string-cluster"],
 )
 def test_unreadable_entries_are_refused(runtime: Runtime, part: str, raw: dict[str, Any]) -> None:
     runtime.process([_placement()], T0)
     with pytest.raises(InvalidStateError):
         load_placement_part(runtime.states[KEY], part, raw)
+
+
+def test_restored_decisions_share_their_conditions_pages_and_names(runtime: Runtime) -> None:
+    decision = next(o for o in _changelog(runtime.process([_placement()], T0)) if o.key == DECISION_KEY.encode())
+    state = runtime.states[KEY]
+    assert decision.value is not None
+
+    def restored() -> PlacementState:
+        raw = orjson.loads(decision.value or b"")["state"]  # new strings and dicts, as read from Kafka
+        loaded = load_placement_part(state, DECISION_PART, raw)
+        assert loaded is not None and loaded.published is not None
+        return loaded
+
+    first, second = restored(), restored()
+    assert first == second and first.published is not None and second.published is not None
+    assert first.published.conditions[0] is second.published.conditions[0]
+    assert first.published.pages[0].clusters is second.published.pages[0].clusters
+    assert first.published.decided is second.published.decided
+
+
+def test_placements_with_equal_specs_share_one_compiled_spec() -> None:
+    def compiled(name: str, clusters: int) -> object:
+        data = {"metadata": {"name": name, "namespace": "apps"}, "spec": {"numberOfClusters": clusters}}
+        return ClusterPlacementEngine().compiled(f"Placement/apps/{name}", Placement.model_validate(data))
+
+    assert compiled("a", 2) is compiled("b", 2)
+    assert compiled("a", 2) is not compiled("a", 3)
