@@ -123,7 +123,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(processor: Any, shutdown_timeout: float) -> int:
+    from streams.logs import on_loop_exception
+
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(on_loop_exception)
     signals = {"count": 0}
 
     def on_signal() -> None:

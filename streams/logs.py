@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
+from aiokafka.errors import ProducerFenced
 
-__all__ = ["RepeatFilter", "configure_logging"]
+__all__ = ["RepeatFilter", "configure_logging", "on_loop_exception"]
 
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
@@ -65,3 +68,18 @@ def configure_logging(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
+
+
+def on_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's handler for errors nobody awaited. A fenced task producer fails the requests it still
+    had in flight, some of them futures inside aiokafka that nobody awaits once the task's transaction was
+    aborted or its batch given up. asyncio would log each as "Future exception was never retrieved" with a
+    traceback, although the fence was already handled: one WARNING line says it instead. Everything else goes
+    to the default handler."""
+    error = context.get("exception")
+    if isinstance(error, ProducerFenced) and "never retrieved" in str(context.get("message", "")):
+        logging.getLogger("placement.transactions").warning(
+            "a fenced producer's request failed after its task was given up", extra={"error": str(error)}
+        )
+        return
+    loop.default_exception_handler(context)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
 
 import pytest
+from aiokafka.errors import ProducerFenced
 
-from streams.logs import RepeatFilter
+from streams.logs import RepeatFilter, on_loop_exception
 
 
 def _record(logger: str, msg: str, args: tuple[object, ...], created: float) -> logging.LogRecord:
@@ -37,3 +40,25 @@ def test_repeats_are_thinned(lines: list[tuple[str, str, float]], shown: int, re
     passed = [r for r in (_record(n, m, (1, "refused"), t) for n, m, t in lines) if thinning.filter(r)]
     assert len(passed) == shown
     assert [getattr(r, "repeated", None) for r in passed] == repeated
+
+
+async def test_an_unawaited_fence_is_one_warning_line_and_other_errors_keep_their_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    gc.collect()  # the session's loop may hold garbage of earlier tests (fenced producers' futures among it)
+    caplog.clear()
+    loop.set_exception_handler(on_loop_exception)
+    try:
+        with caplog.at_level(logging.WARNING):
+            for error in (ProducerFenced(), ValueError("not a fence")):
+                future = loop.create_future()
+                future.set_exception(error)
+                del future
+                gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    fenced = [r for r in caplog.records if r.name == "placement.transactions"]
+    assert [(r.levelno, r.exc_info) for r in fenced] == [(logging.WARNING, None)]
+    others = [r for r in caplog.records if r.name == "asyncio"]
+    assert len(others) == 1 and others[0].levelno == logging.ERROR and "ValueError" in str(others[0].exc_info)
