@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidatorFunctionWrapHandler
+from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from topics.interning import SharedByKey
 
 __all__ = ["EventData", "KubeObject", "validated_once"]
+
+T = TypeVar("T")
 
 
 class EventData(BaseModel):
@@ -29,15 +32,16 @@ class KubeObject(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow", alias_generator=to_camel, populate_by_name=True)
 
 
-def validated_once(pool: SharedByKey[Any], value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """`handler(value)` once per distinct plain-JSON `value` while anything holds the result, which is shared:
-    for the spec fragments many objects repeat (100,000 Placements carry a few hundred distinct predicate,
-    toleration and prioritizer lists, and each model costs about 600 bytes). The results are frozen models
-    and lists of them that nothing mutates."""
+def validated_once(pool: SharedByKey[T], value: Any, validate: Callable[[Any], T]) -> T:
+    """`validate(value)` once per distinct plain-JSON `value` while anything holds the result, which is shared:
+    for what many objects repeat (100,000 Placements carry a few hundred distinct predicate, toleration and
+    prioritizer lists, and each model costs about 600 bytes; their decisions' conditions are a few). The
+    results are frozen models and lists of them that nothing mutates. `validate` may be a pydantic wrap
+    validator's handler."""
     if type(value) not in (dict, list):
-        return handler(value)
+        return validate(value)
     try:
         key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # not plain JSON: validate it as it is
-        return handler(value)
-    return pool.get(key, lambda: handler(value))
+        return validate(value)
+    return pool.get(key, lambda: validate(value))

@@ -30,6 +30,8 @@ class SharedByKey(Generic[T]):
     """The instance made for a key, made once while anything holds it (`get(key, make)`)."""
 
     __slots__ = ("_floor", "_pool", "_sweep_at")
+    _KEY_IS_VALUE = False
+    """Whether each pooled value is its own key (as in `Interner`): the sweep's probe is stored the same way."""
 
     def __init__(self, floor: int = 1024) -> None:
         self._pool: dict[Hashable, T] = {}
@@ -62,8 +64,6 @@ class SharedByKey(Generic[T]):
             if is_probe or count <= floor:
                 pool.pop(key, None)
         self._sweep_at = max(self._floor, 2 * len(pool))
-
-    _KEY_IS_VALUE = False
 
 
 class Interner(SharedByKey[H]):

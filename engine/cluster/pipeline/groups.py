@@ -12,16 +12,12 @@ from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching.selectors import EVERYTHING
 from engine.cluster.pipeline.compiled import CompiledPlacement
 from engine.cluster.pipeline.status import SUCCESS, PluginStatus
-from topics.interning import Interner
 from topics.placement import GroupStrategy
 
-__all__ = ["PAGE_SIZE", "Group", "Page", "build_groups", "group_length", "paginate", "shared_clusters"]
+__all__ = ["PAGE_SIZE", "Group", "Page", "build_groups", "group_length", "paginate"]
 
 PAGE_SIZE = 100
 """At most this many clusters per PlacementDecision (I1)."""
-
-shared_clusters: Interner[tuple[str, ...]] = Interner()
-"""A page's clusters, one tuple per distinct list: many placements decide the same pages."""
 
 # The decimal forms Go's ParseFloat accepts (plus inf/infinity/nan); Python's float() is laxer (spaces, `_`).
 _GO_FLOAT = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
@@ -113,7 +109,5 @@ def paginate(placement_name: str, groups: list[Group]) -> list[Page]:
     for group in groups:
         chunks = _chunks(group.clusters, PAGE_SIZE) or [()]
         for chunk in chunks:
-            pages.append(
-                Page(f"{placement_name}-decision-{len(pages) + 1}", group.name, group.index, shared_clusters(chunk))
-            )
+            pages.append(Page(f"{placement_name}-decision-{len(pages) + 1}", group.name, group.index, chunk))
     return pages

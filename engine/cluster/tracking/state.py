@@ -22,9 +22,10 @@ from itertools import chain
 from typing import Any
 
 from engine.cluster.fleet.ids import Fleet, Ids
-from engine.cluster.pipeline.groups import Page, shared_clusters
+from engine.cluster.pipeline.groups import Page
 from engine.core import StatePart
 from engine.errors import InvalidStateError
+from topics.base import validated_once
 from topics.codec import dump_model
 from topics.interning import Interner, SharedByKey
 from topics.k8s import Condition
@@ -45,10 +46,13 @@ DECISION_PART = "decision"
 """The changelog part holding a placement's published decision and timer."""
 
 _loaded_conditions: SharedByKey[Condition] = SharedByKey()
-"""Conditions read back from the changelog, by their entry's items."""
+"""Conditions read back from the changelog, by their JSON."""
+
+_shared_clusters: Interner[tuple[str, ...]] = Interner()
+"""A published page's clusters: placements with the same predicates and sets publish the same pages."""
 
 _shared_decided: Interner[frozenset[str]] = Interner()
-"""Placements with the same predicates and sets decide the same clusters: one set per distinct decision."""
+"""A published decision's clusters over all pages, shared for the same reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +71,11 @@ class Published:
     """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "decided", _decided(self.pages))
+        # what a placement keeps of its decision is shared with every placement that decided the same (only
+        # what is published is kept: an evaluation that changes nothing builds no Published)
+        pages = tuple(_shared_page(page) for page in self.pages)
+        object.__setattr__(self, "pages", pages)
+        object.__setattr__(self, "decided", _decided(pages))
 
     def decided_ids(self, fleet: Fleet) -> Ids:
         """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
@@ -238,20 +246,20 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
     return published, _time(raw.get("due"))
 
 
-def _load_condition(raw: Mapping[str, Any]) -> Condition:
+def _load_condition(raw: Any) -> Condition:
     """A condition entry, validated once per distinct entry (placements mostly hold the same few). Not also
     put in the pool of computed conditions (`shared_condition`): see topics/interning.py."""
-    try:
-        key = tuple(raw.items())
-        hash(key)
-    except TypeError:  # a nested value: validate it as it is
-        return Condition.model_validate(raw)
-    return _loaded_conditions.get(key, lambda: Condition.model_validate(raw))
+    return validated_once(_loaded_conditions, raw, Condition.model_validate)
 
 
 def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
     # names read from JSON are new strings per occurrence: hundreds per decision, so share them
-    return tuple(Page(str(n), str(g), int(i), shared_clusters(tuple(map(sys.intern, cs)))) for n, g, i, cs in raw)
+    return tuple(Page(str(n), str(g), int(i), tuple(map(sys.intern, cs))) for n, g, i, cs in raw)
+
+
+def _shared_page(page: Page) -> Page:
+    clusters = _shared_clusters(page.clusters)
+    return page if clusters is page.clusters else Page(page.name, page.group_name, page.group_index, clusters)
 
 
 def _decided(pages: Sequence[Page]) -> frozenset[str]:
