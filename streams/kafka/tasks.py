@@ -15,6 +15,7 @@ from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from engine.runtime import OutputRecord
+from engine.runtime.records import Header
 from streams.errors import ServiceError
 from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
@@ -63,17 +64,22 @@ class RecordSender:
             if r.subject is None:
                 self._futures.append(await producer.send(topic, r.value, key=r.key, headers=headers or None))
                 continue
-            route = (topic, self._task_of(r.subject))
-            batch = self._batches.get(route)
-            if batch is None or batch.append(timestamp=None, key=r.key, value=r.value, headers=headers) is None:
-                if batch is not None:  # full: send it and start the next one
-                    self._futures.append(await producer.send_batch(batch, topic, partition=route[1]))
-                batch = self._batches[route] = producer.create_batch()
-                batch.append(timestamp=None, key=r.key, value=r.value, headers=headers)  # a new batch takes any one
+            await self._append((topic, self._task_of(r.subject)), r.key, r.value, headers)
 
     async def add_pinned(self, topic: TopicRole, key: bytes, value: bytes, partition: int) -> None:
-        """Queue one record for an exact partition (a task's own changelog partition), sent on its own."""
-        self._futures.append(await self._producer.send(self._topic_of(topic), value, key=key, partition=partition))
+        """Queue one record for an exact partition (a task's own changelog partition), in the batch of the
+        records already bound there, so it costs no request of its own."""
+        await self._append((self._topic_of(topic), partition), key, value, [])
+
+    async def _append(
+        self, route: tuple[str, int], key: bytes | None, value: bytes | None, headers: list[Header]
+    ) -> None:
+        batch = self._batches.get(route)
+        if batch is None or batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
+            if batch is not None:  # full: send it and start the next one
+                self._futures.append(await self._producer.send_batch(batch, route[0], partition=route[1]))
+            batch = self._batches[route] = self._producer.create_batch()
+            batch.append(timestamp=None, key=key, value=value, headers=headers)  # a new batch takes any one
 
     def discard(self) -> None:
         """Forget the records queued so far (their transaction is being aborted): whatever their delivery
@@ -83,11 +89,16 @@ class RecordSender:
         for future in futures:
             future.add_done_callback(_retrieve)
 
-    async def flush(self) -> None:
-        """Send the partly filled batches and wait until every record queued so far is acknowledged."""
+    async def hand_over(self) -> None:
+        """Give the producer every partly filled batch at once, without waiting: a transaction then adds all
+        its partitions in one AddPartitionsToTxn and sends them in one produce request per broker."""
         batches, self._batches = self._batches, {}
         for (topic, partition), batch in batches.items():
             self._futures.append(await self._producer.send_batch(batch, topic, partition=partition))
+
+    async def flush(self) -> None:
+        """Hand over the partly filled batches and wait until every record queued so far is acknowledged."""
+        await self.hand_over()
         futures, self._futures = self._futures, []
         if futures:
             await asyncio.gather(*futures)
@@ -153,7 +164,7 @@ class TaskProducers:
             transactional_id=self.transactional_id(partition),
             transaction_timeout_ms=kafka.transaction_timeout_ms,
             compression_type=kafka.compression(),
-            linger_ms=5,
+            linger_ms=0,
             retry_backoff_ms=TRANSACTION_RETRY_BACKOFF_MS,
             max_batch_size=MAX_BATCH_BYTES,
             max_request_size=LARGE_RECORD_BYTES + 65_536,  # room for one whole-state changelog record

@@ -130,6 +130,9 @@ class TaskTransactions:
                 opened = await self._begin(task)
             if offsets:
                 await self._record_offsets(task, opened, offsets)
+            # records first: their AddPartitionsToTxn and produce request then overlap the offsets' round trips
+            await opened.sender.hand_over()
+            if offsets:
                 await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
             await opened.sender.flush()
             await opened.transaction.aclose()
