@@ -9,6 +9,7 @@ percentiles and the processor's mean time per stage from its /metrics (`placemen
 - queued: from a record's timestamp until the loop's poll returned it (produce, broker, fetch, waiting for the
   loop to finish the previous batch);
 - inventory: reading the global tables to their end (the inventory barrier), per batch;
+- top_up: fetching the subject records that arrived since the poll's fetch, up to the ends the barrier saw;
 - engine, send, commit: deciding, sending the outputs into the task transactions, committing them, per batch;
 - visible: the rest, from the commit to the reader (the transaction markers, the reader's fetch).
 
@@ -41,7 +42,7 @@ __all__ = ["main"]
 READY = "ready"
 Runs = dict[float, list[dict[str, float]]]
 """Per rate, the figures of each run."""
-STAGES = ("queued", "inventory", "engine", "send", "commit")
+STAGES = ("queued", "inventory", "top_up", "engine", "send", "commit")
 _DECIDED = (b"application.placed", b"application.rejected")
 
 

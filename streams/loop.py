@@ -22,6 +22,7 @@ from streams.kafka.barrier import InventoryBarrier
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.tasks import TaskProducers
+from streams.kafka.top_up import top_up
 from streams.metrics import Metrics
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
@@ -79,22 +80,30 @@ class ProcessingLoop:
             self._health.progressed()
             generation = ownership.generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
-            observe_queued(self._metrics, subjects)
-            subjects, rewind = self._guard.narrow(subjects)
-            for tp, offset in rewind:
-                consumer.seek(tp, offset)
             stale = set(ownership.stale)
             try:
-                to_end = bool(stale) or any(subjects.values())
+                polled = any(subjects.values())
+                to_end = bool(stale) or polled
                 started = time.perf_counter()
-                inventory = await barrier.read(to_end=to_end, max_records=kafka.max_batch_records)
+                wanted = sorted(consumer.assignment()) if polled else []
+                inventory, ends = await barrier.read(
+                    to_end=to_end, max_records=kafka.max_batch_records, subjects=wanted
+                )
                 if to_end:
                     self._metrics.batch_stage.labels("inventory").observe(time.perf_counter() - started)
+                if ends:
+                    started = time.perf_counter()
+                    subjects = await top_up(consumer, subjects, ends, max_records=kafka.max_batch_records)
+                    self._metrics.batch_stage.labels("top_up").observe(time.perf_counter() - started)
             except (TimeoutError, KafkaError) as exc:
                 # the batch waits: its records are fetched again once the tables can be read to their end
                 self._health.note_broker(False, exc)
                 self._unpoll(consumer, subjects, {})
                 continue
+            observe_queued(self._metrics, subjects)
+            subjects, rewind = self._guard.narrow(subjects)
+            for tp, offset in rewind:
+                consumer.seek(tp, offset)
             from_peers = await peers.poll(kafka.max_batch_records)
             if self._stopping.is_set() and subjects:
                 # not processed: the offsets stay uncommitted and the next owner reads them again

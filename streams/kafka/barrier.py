@@ -62,25 +62,29 @@ class InventoryBarrier:
         self._partitions = list(partitions)
         self._timeout = timeout
 
-    async def read(self, *, to_end: bool, max_records: int) -> list[ConsumerRecord[bytes, bytes]]:
-        """What the tables have fetched so far; with `to_end`, everything up to their end offsets of now.
+    async def read(
+        self, *, to_end: bool, max_records: int, subjects: Sequence[TopicPartition] = ()
+    ) -> tuple[list[ConsumerRecord[bytes, bytes]], dict[TopicPartition, int]]:
+        """What the tables have fetched so far; with `to_end`, everything up to their end offsets of now, and the
+        end offsets of `subjects` asked in the same request: a subject record below them was produced before the
+        tables' ends were taken, so the batch may take it too (see top_up).
 
         Raises TimeoutError when the broker does not answer within the timeout: the caller must not decide the
         batch then (its records are fetched again after the consumer is rewound)."""
         tables = self._tables
         found = [r for batch in (await tables.getmany(timeout_ms=0, max_records=max_records)).values() for r in batch]
         if not to_end:
-            return found
+            return found, {}
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
-        end = await asyncio.wait_for(self._offsets.end_offsets(self._partitions), self._timeout)
+        end = await asyncio.wait_for(self._offsets.end_offsets([*self._partitions, *subjects]), self._timeout)
         while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
             left = deadline - loop.time()
             if left <= 0:
                 raise TimeoutError(f"the inventory tables did not reach their end within {self._timeout}s")
             fetched = await tables.getmany(*pending, timeout_ms=int(min(left, 0.2) * 1000), max_records=max_records)
             found.extend(r for batch in fetched.values() for r in batch)
-        return found
+        return found, {tp: end[tp] for tp in subjects}
 
     async def probe(self, timeout: float = 2.0) -> None:
         """Ask the broker for the tables' end offsets: raises TimeoutError or a KafkaError when it does not answer,

@@ -1,0 +1,69 @@
+"""Topping a polled batch up with the subject records that arrived while the previous batch was processed.
+
+aiokafka fetches a broker's partitions again only once everything it fetched from them was consumed, so what
+a poll returns was fetched right after the previous poll: a record produced while that batch was decided and
+committed waited for the next poll to fetch it and for a whole further batch to be returned. The barrier's
+offsets request now also asks the subject partitions' ends, and the batch takes what lies below them before
+it is decided. Only records below those ends are taken: they were produced before the tables' ends were taken,
+so the inventory barrier covers them as it covers the polled ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+__all__ = ["TOP_UP_SECONDS", "top_up"]
+
+Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+
+TOP_UP_SECONDS = 0.01
+"""How long a batch waits for records known to be there. They are on the broker already, so one fetch round
+trip brings them; past this the batch goes on with what it has and the rest comes with the next poll."""
+
+
+async def top_up(
+    consumer: AIOKafkaConsumer,
+    polled: Records,
+    ends: Mapping[TopicPartition, int],
+    *,
+    max_records: int,
+    timeout: float = TOP_UP_SECONDS,
+) -> Records:
+    """`polled` plus the records of each assigned partition from its position up to its end in `ends`, at
+    most `max_records` in all. A record fetched at or past its partition's end is not taken: the partition
+    is positioned back at the end, so the next poll fetches it again."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    batch = {tp: list(records) for tp, records in polled.items()}
+    room = max_records - sum(len(records) for records in batch.values())
+    started: dict[TopicPartition, int] = {}
+    """Where each topped-up partition stood, to go back to if a fetch fails: the caller rewinds only what
+    it polled."""
+    try:
+        while room > 0:
+            assigned = consumer.assignment()
+            pending = [tp for tp, end in ends.items() if tp in assigned and await consumer.position(tp) < end]
+            left = deadline - loop.time()
+            if not pending or left <= 0:
+                break
+            for tp in pending:
+                started.setdefault(tp, await consumer.position(tp))
+            fetched = await consumer.getmany(*pending, timeout_ms=max(1, int(left * 1000)), max_records=room)
+            for tp, records in fetched.items():
+                end = ends[tp]
+                taken = [r for r in records if r.offset < end]
+                if len(taken) < len(records) and tp in consumer.assignment():
+                    consumer.seek(tp, end)
+                if taken:
+                    batch.setdefault(tp, []).extend(taken)
+                    room -= len(taken)
+    except BaseException:
+        assigned = consumer.assignment()
+        for tp, at in started.items():
+            if tp in assigned:
+                consumer.seek(tp, at)
+        raise
+    return batch
