@@ -65,13 +65,17 @@ class Publisher:
         handed = iter(chunks)
         engine = sending = 0.0
         handed_over = 0
+        coming = asyncio.ensure_future(asyncio.to_thread(next, handed, None))
         while True:
             started = time.perf_counter()
-            chunk = await asyncio.to_thread(next, handed, None)
+            chunk = await coming
             handed_at = time.perf_counter()
             engine += handed_at - started
             if chunk is None:
                 break
+            # the engine decides the next hand-over while this one is sent: a full partition's batch waits for
+            # its predecessor's produce request, and the engine need not wait with it
+            coming = asyncio.ensure_future(asyncio.to_thread(next, handed, None))
             handed_over += 1
             self._health.progressed()
             await transactions.send(chunk.records)
