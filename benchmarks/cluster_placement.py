@@ -45,8 +45,8 @@ from engine.registry import build_engines
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from streams.kafka.admin import create_topics
 from streams.kafka.tasks import TaskProducers, partition_of, send_records
-from streams.memory import tune_garbage_collector
 from streams.settings import KafkaSettings, Settings, TopicNames
+from streams.tuning import tune_garbage_collector
 from topics.names import TopicRole
 
 __all__ = ["engine_only", "main", "through_kafka"]

@@ -22,9 +22,9 @@ from engine.registry import build_engines
 from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
 from engine.runtime.routing import inventory_key, subject_key_of
 from streams.errors import ServiceError
-from streams.memory import tune_garbage_collector
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
+from streams.tuning import tune_garbage_collector
 from topics.codec import decode_event
 from topics.names import TopicRole
 

@@ -33,11 +33,11 @@ from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
 from streams.kafka.tables import new_reader
 from streams.kafka.tasks import TaskProducers, partition_of
 from streams.loop import ProcessingLoop
-from streams.memory import tune_garbage_collector
 from streams.metrics import Metrics
 from streams.publisher import Publisher
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
+from streams.tuning import tune_garbage_collector, tune_switch_interval
 
 __all__ = ["Processor"]
 
@@ -144,6 +144,7 @@ class Processor:
     async def _work(self, http: HealthServer) -> None:
         kafka = self.settings.kafka
         tune_garbage_collector(self.settings.gc_threshold)
+        tune_switch_interval(self.settings.switch_interval_ms)
         if self.settings.http_port:  # probes answer (not ready) while the broker is still out of reach
             self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
         counts = await setup_topics(self.settings, self.health.note_broker)

@@ -193,8 +193,11 @@ class Settings(BaseSettings):
     """/livez turns false when the processing loop has made no progress for this long, so an orchestrator
     restarts a process that is truly stuck."""
     gc_threshold: int = Field(default=50_000, ge=0)
-    """Young-generation threshold of Python's cyclic garbage collector (see streams/memory.py); 0 keeps
+    """Young-generation threshold of Python's cyclic garbage collector (see streams/tuning.py); 0 keeps
     Python's default of 700."""
+    switch_interval_ms: float = Field(default=1.0, gt=0, le=100)
+    """How often the engine's worker thread hands the GIL to the event loop (see streams/tuning.py); Python's
+    default is 5 ms, which every Kafka round trip during a batch waited for."""
 
     def environment(self) -> dict[str, str]:
         """These settings as the PLACEMENT_* variables `placement-stream run` reads, e.g. to start replicas;

@@ -297,3 +297,12 @@ async def test_a_new_owner_starts_after_the_last_transaction_when_the_group_offs
         await world.produce([submitted("app-3")])
         records = await world.collect(topics.decisions, lambda r: "app-3" in decided(r))
     assert sorted(decided(records)) == ["app-0", "app-1", "app-2", "app-3"]
+
+
+async def test_a_running_processor_hands_the_engine_thread_over_at_its_switch_interval(world: KafkaWorld) -> None:
+    before = sys.getswitchinterval()
+    try:
+        async with running(world.settings(switch_interval_ms=2.0)):
+            assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)

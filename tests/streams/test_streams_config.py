@@ -89,6 +89,8 @@ def test_compression_defaults_to_zstd_and_none_means_uncompressed(
         ("PLACEMENT_ADVISOR_TIMEOUT_SECONDS", "-1", "advisor_timeout_seconds", "greater than 0"),
         ("PLACEMENT_KAFKA__COMPRESSION_TYPE", "brotli", "kafka.compression_type", "'none', 'gzip', 'snappy'"),
         ("PLACEMENT_KAFKA__HEARTBEAT_INTERVAL_MS", "4000", "kafka.heartbeat_interval_ms", "a third of session_timeout"),
+        ("PLACEMENT_SWITCH_INTERVAL_MS", "0", "switch_interval_ms", "greater than 0"),
+        ("PLACEMENT_SWITCH_INTERVAL_MS", "500", "switch_interval_ms", "less than or equal to 100"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(
