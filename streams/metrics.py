@@ -63,8 +63,8 @@ class Metrics:
         )
         self.batch_stage = Histogram(
             "placement_batch_stage_seconds",
-            "Time per batch in each stage of the loop: waiting for the poll, reading the inventory to its end, the"
-            " engine, sending outputs, committing the task transactions",
+            "Time per batch in each stage of the loop: waiting for the poll, reading the inventory to its end, topping"
+            " the batch up, waiting for the engine, sending outputs, committing the task transactions",
             ["stage"],
             buckets=LATENCY_BUCKETS,
             registry=r,
