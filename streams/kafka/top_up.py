@@ -43,14 +43,13 @@ async def top_up(
     """Where each topped-up partition stood, to go back to if a fetch fails: the caller rewinds only what
     it polled."""
     try:
-        while room > 0:
-            assigned = consumer.assignment()
-            pending = [tp for tp, end in ends.items() if tp in assigned and await consumer.position(tp) < end]
-            left = deadline - loop.time()
-            if not pending or left <= 0:
+        while room > 0 and (left := deadline - loop.time()) > 0:
+            positions = await _positions(consumer, ends, left)
+            pending = [tp for tp, at in positions.items() if at < ends[tp]]
+            if not pending:
                 break
             for tp in pending:
-                started.setdefault(tp, await consumer.position(tp))
+                started.setdefault(tp, positions[tp])
             fetched = await consumer.getmany(*pending, timeout_ms=max(1, int(left * 1000)), max_records=room)
             for tp, records in fetched.items():
                 end = ends[tp]
@@ -67,3 +66,18 @@ async def top_up(
                 consumer.seek(tp, at)
         raise
     return batch
+
+
+async def _positions(
+    consumer: AIOKafkaConsumer, ends: Mapping[TopicPartition, int], within: float
+) -> dict[TopicPartition, int]:
+    """The positions of the assigned partitions among `ends`, or none if they are not all known within `within`
+    seconds: a partition being reset waits for an offsets request, which waits for ever while the broker is
+    away."""
+    assigned = consumer.assignment()
+    wanted = [tp for tp in ends if tp in assigned]
+    try:
+        found = await asyncio.wait_for(asyncio.gather(*(consumer.position(tp) for tp in wanted)), within)
+    except TimeoutError:
+        return {}
+    return dict(zip(wanted, found, strict=True))

@@ -7,7 +7,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from kafka_support import KafkaWorld
 
-from streams.kafka.top_up import top_up
+from streams.kafka.top_up import _positions, top_up
 
 pytestmark = pytest.mark.integration
 
@@ -70,12 +70,34 @@ async def test_top_up(
         await consumer.stop()
 
 
-async def _produce(world: KafkaWorld, topic: str) -> None:
+async def _produce(world: KafkaWorld, topic: str, sent: dict[int, int] = SENT) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=world.bootstrap, acks="all")
     await producer.start()
     try:
-        for partition, count in SENT.items():
+        for partition, count in sent.items():
             for n in range(count):
                 await producer.send_and_wait(topic, f"{partition}-{n}".encode(), partition=partition)
     finally:
         await producer.stop()
+
+
+async def test_positions_not_known_in_time_leave_the_batch_as_polled(world: KafkaWorld) -> None:
+    """A partition still being reset needs an offsets request, which never ends while the broker is away: the
+    top-up does not wait for it."""
+    topic = f"t{world.run_id}.topup"
+    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    finally:
+        await admin.close()
+    await _produce(world, topic, {0: 2})
+    consumer = AIOKafkaConsumer(bootstrap_servers=world.bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])  # no position yet: the fetcher resets it in the background
+        assert await _positions(consumer, {tp: 2}, 0.0) == {}
+        assert await _positions(consumer, {tp: 2}, 5.0) == {tp: 0}
+    finally:
+        await consumer.stop()
