@@ -35,24 +35,12 @@ from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
 from topics.placement import Placement
 
-__all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine", "score_resources"]
+__all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine"]
 
 DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
 _log = logging.getLogger(__name__)
 _TICK = timedelta(microseconds=1)
 """The shortest resync period: a shorter one would round to zero and never move the timer."""
-
-
-def score_resources(placement: Placement, compiled: CompiledPlacement) -> frozenset[str] | None:
-    """AddOnPlacementScore names a placement reads (AddOn configurations, `scores()` literals); None: any."""
-    if compiled.score_names is None:
-        return None
-    names = set(compiled.score_names)
-    for config in placement.spec.prioritizer_policy.configurations:
-        coordinate = config.score_coordinate
-        if coordinate is not None and coordinate.type != "BuiltIn" and coordinate.add_on is not None:
-            names.add(coordinate.add_on.resource_name)
-    return frozenset(names)
 
 
 class ClusterPlacementEngine:
@@ -239,15 +227,16 @@ class ClusterPlacementEngine:
             self._compiled.pop(key, None)
             self._ranges.pop(key, None)
             return
-        placement = state.placement
+        placement, published = state.placement, state.published
         compiled = self.compiled(key, placement)
         self._index.put(
             key,
             TrackedPlacement(
                 namespace=placement.metadata.namespace,
-                cluster_sets=frozenset(placement.spec.cluster_sets),
-                score_names=score_resources(placement, compiled),
+                cluster_sets=compiled.cluster_sets,
+                score_names=compiled.score_resources,
                 decided=state.current(),
+                decided_ids=None if published is None else published.known_ids(),
             ),
         )
 

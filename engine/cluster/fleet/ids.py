@@ -13,10 +13,13 @@ from itertools import count, repeat
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Fleet", "Ids"]
+__all__ = ["Fleet", "Ids", "KnownIds"]
 
 Ids = NDArray[np.intp]
 """Cluster ids of one fleet, ascending unless said otherwise."""
+
+KnownIds = tuple[int, Ids]
+"""(fleet serial, a set of names as that fleet's ids): kept with the names, valid while the serial is the fleet's."""
 
 _NO_IDS: Ids = np.zeros(0, dtype=np.intp)
 _NO_IDS.flags.writeable = False

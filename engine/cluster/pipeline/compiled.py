@@ -53,6 +53,10 @@ class CompiledPlacement:
     """The spread terms, validated (or their first error)."""
     source: PlacementSpec | None = field(default=None, compare=False, repr=False)
     """The spec compiled: held, so the spec's id names no other spec while this is shared by it."""
+    cluster_sets: frozenset[str] = frozenset()
+    """`spec.clusterSets`, as the indexes keep them."""
+    score_resources: frozenset[str] | None = None
+    """AddOnPlacementScore names the placement reads (AddOn configurations, `scores()` literals); None: any."""
 
     @property
     def predicate_key(self) -> PredicateKey:
@@ -117,12 +121,26 @@ def compile_placement(placement: Placement) -> CompiledPlacement:
         except SelectorError as exc:
             group_error = str(exc)
             break
+    score_names = None if any_name else frozenset(names)
     return CompiledPlacement(
         tuple(predicates),
         predicate_error,
         tuple(groups),
         group_error,
-        None if any_name else frozenset(names),
+        score_names,
         parse_spread(placement.spec.spread_policy),
         placement.spec,
+        frozenset(placement.spec.cluster_sets),
+        _score_resources(placement.spec, score_names),
     )
+
+
+def _score_resources(spec: PlacementSpec, score_names: frozenset[str] | None) -> frozenset[str] | None:
+    if score_names is None:
+        return None
+    names = set(score_names)
+    for config in spec.prioritizer_policy.configurations:
+        coordinate = config.score_coordinate
+        if coordinate is not None and coordinate.type != "BuiltIn" and coordinate.add_on is not None:
+            names.add(coordinate.add_on.resource_name)
+    return frozenset(names)

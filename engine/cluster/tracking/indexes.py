@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.cluster.fleet.ids import Fleet, Ids
+from engine.cluster.fleet.ids import Fleet, Ids, KnownIds
 
 __all__ = ["DecisionCounts", "OthersView", "PlacementIndex", "TrackedPlacement"]
 
@@ -28,14 +28,18 @@ class TrackedPlacement:
     score_names: frozenset[str] | None
     """Score resources it reads (AddOn prioritizers and `scores()` literals); None means any."""
     decided: frozenset[str]
+    decided_ids: KnownIds | None = field(default=None, compare=False)
+    """`decided` as fleet ids, when the engine has them (spares converting a new decision's names)."""
 
 
 class DecisionCounts:
     """How many tracked placements decided each cluster, and how many clusters have each count.
 
-    Counting uses Counter's C loop. The per-count tally behind the maximum is kept step by step for the small
-    changes of a re-decision (a cluster or two per placement), and rebuilt in C only when asked after a large
-    one (a new placement's whole decision), since thousands of decisions can change between two reads.
+    Counting uses Counter's C loop; the counts are also kept as an array over the fleet's ids, which Balance
+    reads. The per-count tally behind the maximum is kept step by step for the small changes of a re-decision (a
+    cluster or two per placement). A large change (a new placement's whole decision) drops it; the maximum is
+    then read from the array in two numpy passes while large changes go on (a cold start), and the tally is
+    rebuilt in C once small ones come back.
     """
 
     _STEPWISE = 16
@@ -45,21 +49,23 @@ class DecisionCounts:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self._levels: Counter[int] | None = Counter()
-        """How many clusters have each count (counts > 0 only); None: to be rebuilt."""
+        """How many clusters have each count (counts > 0 only); None: dropped by a large change."""
         self._highest = 0
+        self._top: tuple[int, int] | None = None
+        """While the tally is dropped: the largest count and how many clusters have it, None until read."""
+        self._small = True
+        """The last change was small: the tally is worth rebuilding."""
         self._fleet: Fleet | None = None
         self._by_id: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         """The counts over `_fleet`'s ids (Balance reads them as an array), kept in step with `counts`."""
 
-    def replace(self, old: frozenset[str], new: frozenset[str]) -> None:
-        """One placement's decision changed from `old` to `new`."""
+    def replace(self, old: frozenset[str], new: frozenset[str], new_ids: KnownIds | None = None) -> None:
+        """One placement's decision changed from `old` to `new`; `new_ids`, when given, is `new` as the ids of
+        the fleet with that serial (a new decision then steps the array without converting its names)."""
         removed, added = (old - new, new - old) if old else ((), new)
         if not removed and not added:
             return
         counts = self.counts
-        levels = self._levels
-        if levels is not None and len(removed) + len(added) > self._STEPWISE:
-            levels = self._levels = None
         counts.update(added)
         for cluster in removed:
             left = counts[cluster] - 1
@@ -67,10 +73,20 @@ class DecisionCounts:
                 counts[cluster] = left
             else:
                 del counts[cluster]
-        if self._fleet is not None:
-            self._step_array(added, 1)
+        fleet = self._fleet
+        if fleet is not None:
+            if added is new and new_ids is not None and new_ids[0] == fleet.serial:
+                self._by_id[new_ids[1]] += 1  # ids of a set are distinct: no repeated index
+            else:
+                self._step_array(added, 1)
             self._step_array(removed, -1)
+        self._top = None
+        self._small = len(removed) + len(added) <= self._STEPWISE
+        levels = self._levels
         if levels is None:
+            return
+        if not self._small:
+            self._levels = None
             return
         for cluster in added:
             now = counts[cluster]
@@ -107,6 +123,13 @@ class DecisionCounts:
         """The largest count and how many clusters have it; (0, 0) when nothing is decided."""
         levels = self._levels
         if levels is None:
+            by_id = self._by_id
+            # the array holds every counted cluster when as many of its entries are non-zero
+            if not self._small and self._fleet is not None and np.count_nonzero(by_id) == len(self.counts):
+                if self._top is None:
+                    highest = int(by_id.max()) if len(by_id) else 0
+                    self._top = (highest, int(np.count_nonzero(by_id == highest)) if highest else 0)
+                return self._top
             levels = self._levels = Counter(self.counts.values())
             self._highest = max(levels, default=0)
         return self._highest, levels.get(self._highest, 0)
@@ -237,18 +260,25 @@ class PlacementIndex:
         old = self.tracked.get(key)
         if old == entry:
             return
+        self.tracked[key] = entry
+        if old is not None and (old.namespace, old.cluster_sets, old.score_names) == (
+            entry.namespace,
+            entry.cluster_sets,
+            entry.score_names,
+        ):  # a re-decision: only the decision moved
+            self.counts.replace(old.decided, entry.decided, entry.decided_ids)
+            return
         if old is not None:
             self._unlink(key, old)
         else:
             self.counts.replace(self.peers.pop(key, frozenset()), frozenset())
-        self.tracked[key] = entry
         self.by_namespace.setdefault(entry.namespace, set()).add(key)
         if entry.score_names is None:
             self.any_score.add(key)
         else:
             for name in entry.score_names:
                 self.by_score.setdefault(name, set()).add(key)
-        self.counts.replace(old.decided if old is not None else frozenset(), entry.decided)
+        self.counts.replace(old.decided if old is not None else frozenset(), entry.decided, entry.decided_ids)
 
     def holding(self, clusters: Collection[str]) -> dict[str, set[str]]:
         """The placements whose tracked decision holds each of `clusters`: one pass over every placement."""

@@ -21,7 +21,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any
 
-from engine.cluster.fleet.ids import Fleet, Ids
+from engine.cluster.fleet.ids import Fleet, Ids, KnownIds
 from engine.cluster.pipeline.groups import Page
 from engine.core import StatePart
 from engine.errors import InvalidStateError
@@ -67,7 +67,7 @@ class Published:
     evaluation_time: datetime
     decided: frozenset[str] = field(init=False, compare=False, repr=False)
     """Every decided cluster over all pages."""
-    _ids: tuple[int, Ids] | None = field(default=None, init=False, compare=False, repr=False)
+    _ids: KnownIds | None = field(default=None, init=False, compare=False, repr=False)
     """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
 
     def __post_init__(self) -> None:
@@ -85,6 +85,10 @@ class Published:
         ids = fleet.ids(self.decided)
         self.remember_ids(fleet, ids)
         return ids
+
+    def known_ids(self) -> KnownIds | None:
+        """`decided` as the ids of the fleet with that serial, if converted or remembered yet."""
+        return self._ids
 
     def remember_ids(self, fleet: Fleet, ids: Ids) -> None:
         """Keep `ids` (the decided clusters as `fleet`'s ids, ascending) from the evaluation that decided them."""

@@ -137,3 +137,29 @@ def test_balance_counts_hold_tracked_and_peer_decisions_once_each(seed: int) -> 
         probe = f"Placement/ns/p{rng.randrange(8)}"
         own = tracked.get(probe, frozenset())
         assert [index.others(probe).count(name) for name in CLUSTERS] == [recount[n] - (n in own) for n in CLUSTERS]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("outside", [False, True], ids=["all-in-fleet", "some-left-the-fleet"])
+def test_decision_counts_read_the_maximum_from_the_array_through_large_changes(seed: int, outside: bool) -> None:
+    """Large changes (a cold start's whole decisions) drop the tally: the maximum then comes from the array over
+    the fleet, or from a recount when some counted cluster has left the fleet; small ones rebuild the tally. New
+    decisions passed with their ids step the array as their names would."""
+    rng = random.Random(seed)
+    names = [f"c{i:02d}" for i in range(40)]
+    fleet = Fleet(names[:30] if outside else names)
+    counts = DecisionCounts()
+    counts.over(fleet)
+    decisions: dict[int, frozenset[str]] = {}
+    for _ in range(200):
+        key = rng.randrange(12)
+        old = decisions.get(key, frozenset())
+        new = frozenset(rng.sample(names, rng.choice((0, 1, 2, 20, 30))))
+        ids = (fleet.serial, fleet.ids(new)) if not old and rng.random() < 0.7 else None
+        counts.replace(old, new, ids)
+        decisions[key] = new
+        if rng.random() < 0.6:
+            assert counts.top() == _brute_top(decisions)
+            recount = Counter(name for decided in decisions.values() for name in decided)
+            assert counts.over(fleet).tolist() == [recount[name] for name in fleet.names]
+    assert counts.top() == _brute_top(decisions)
