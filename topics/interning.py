@@ -10,11 +10,12 @@ only: two pools holding the same object would each keep it for the other, for ev
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["Interner", "SharedByKey"]
+__all__ = ["ByIdentity", "Interner", "SharedByKey"]
 
 T = TypeVar("T")
 H = TypeVar("H", bound=Hashable)
@@ -74,3 +75,30 @@ class Interner(SharedByKey[H]):
 
     def __call__(self, value: H) -> H:
         return self.get(value, lambda: value)
+
+
+class ByIdentity(Generic[T]):
+    """A value derived from a few objects, made once while they are among the last `limit` keys asked about.
+
+    For inputs that many holders share (pooled values, a batch's instant) but that are slow to hash or compare:
+    the key is the objects' identities, and the entry holds them, so their ids name no other objects meanwhile.
+    The entries are dropped all at once when `limit` is reached, so pooled objects they hold are released soon.
+    """
+
+    __slots__ = ("_limit", "_memo")
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._memo: dict[tuple[int, ...], tuple[tuple[Any, ...], T]] = {}
+        self._limit = limit
+
+    def get(self, objects: tuple[Any, ...], make: Callable[..., T]) -> T:
+        """`make(*objects)`, or what it gave when last asked about these very objects."""
+        key = tuple(map(id, objects))
+        memo = self._memo.get(key)
+        if memo is not None and all(map(operator.is_, memo[0], objects)):
+            return memo[1]
+        if len(self._memo) >= self._limit:
+            self._memo.clear()
+        value = make(*objects)
+        self._memo[key] = (objects, value)
+        return value

@@ -33,6 +33,7 @@ from engine.cluster.tracking.state import (
 from engine.core import Emit, EngineContext, StatePart, Step
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
+from topics.interning import ByIdentity
 from topics.placement import Placement
 
 __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine"]
@@ -199,6 +200,8 @@ class ClusterPlacementEngine:
     def affected_by(self, changes: Sequence[InventoryChange], ctx: EngineContext) -> Iterable[str]:
         """Only the placements the changes can affect, in (namespace, name) order (L2–L4, L10)."""
         explained = ctx.settings.explain
+        verdicts: ByIdentity[bool | None] = ByIdentity(1 << 16)
+        """By (delta, spec, holds): thousands of placements repeat a few hundred specs, which they share."""
 
         def may_change(key: str, delta: ClusterDelta) -> bool:
             cached = self._compiled.get(key)
@@ -206,17 +209,14 @@ class ClusterPlacementEngine:
             # explained placements report every cluster's filter, so any change shows in them
             if key in explained or cached is None or tracked is None:
                 return True
-            placement = cached[0]
-            return answer_may_change(
-                placement,
-                cached[1],
-                delta,
-                holds=delta.name in tracked.decided,
-                now=ctx.now,
-                leaving_matters=lambda: leaving_moves_others(
-                    placement, self.view(ctx.inventory), ctx.now, delta.name, self._ranges.get(key)
-                ),
+            placement, compiled = cached
+            verdict = verdicts.get(
+                (delta, placement.spec, delta.name in tracked.decided),
+                lambda delta, spec, holds: answer_may_change(spec, compiled, delta, holds=holds, now=ctx.now),
             )
+            if verdict is not None:
+                return verdict
+            return leaving_moves_others(placement, self.view(ctx.inventory), ctx.now, delta.name, self._ranges.get(key))
 
         return affected_placements(self._index, changes, ctx.inventory, may_change)
 

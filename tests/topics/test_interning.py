@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from topics.interning import Interner, SharedByKey
+from topics.interning import ByIdentity, Interner, SharedByKey
 
 
 @pytest.mark.parametrize(
@@ -83,3 +83,22 @@ def test_threads_sharing_a_pool_through_its_sweeps_get_equal_values_and_no_error
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_by_identity_makes_a_value_once_per_objects_and_tells_equal_objects_apart() -> None:
+    """Asked again about the same objects, the memo gives what it made; equal but distinct objects, or an entry
+    dropped at the limit, make it again."""
+    made: list[tuple[object, ...]] = []
+
+    def make(*objects: object) -> int:
+        made.append(objects)
+        return len(made)
+
+    memo: ByIdentity[int] = ByIdentity(limit=2)
+    a, b = [1], [1]
+    assert memo.get((a,), make) == 1
+    assert memo.get((a,), make) == 1
+    assert memo.get((b,), make) == 2  # equal, not the same object
+    assert memo.get((a, b), make) == 3  # the limit: the two entries are dropped first
+    assert memo.get((a,), make) == 4
+    assert made == [(a,), (b,), (a, b), (a,)]

@@ -26,7 +26,7 @@ from engine.cluster.tracking.indexes import PlacementIndex
 from engine.inventory import Inventory, InventoryChange
 from engine.inventory.store import TAINTS_KIND
 from topics.inventory import ManagedCluster, ManagedClusterSetBinding, Taint
-from topics.placement import Placement
+from topics.placement import Placement, PlacementSpec
 
 __all__ = [
     "ClusterDelta",
@@ -88,16 +88,11 @@ class ClusterDelta:
 
 
 def answer_may_change(
-    placement: Placement,
-    compiled: CompiledPlacement,
-    delta: ClusterDelta,
-    *,
-    holds: bool,
-    now: datetime,
-    leaving_matters: Callable[[], bool],
-) -> bool:
-    """Whether re-deciding the placement after `delta` could give another answer; `holds`: it decided the cluster;
-    `leaving_matters`: asked only when the cluster stops being a candidate it does not hold."""
+    spec: PlacementSpec, compiled: CompiledPlacement, delta: ClusterDelta, *, holds: bool, now: datetime
+) -> bool | None:
+    """Whether re-deciding a placement with this spec after `delta` could give another answer; `holds`: it decided
+    the cluster. None: only if the cluster leaving the candidates (it does not hold) moves the others' scores or the
+    status (`leaving_moves_others`). A function of the spec, so placements repeating a spec share the answer."""
     versions = (delta.before, delta.after)
     if delta.scoring_changed:
         return holds or predicates_could_pass(compiled, versions)
@@ -111,14 +106,14 @@ def answer_may_change(
     was = predicates_could_pass(compiled, (delta.before,))
     passed = (was, was if delta.after is delta.before else predicates_could_pass(compiled, (delta.after,)))
     if delta.taints is not None:  # labels and claims are the same on both sides, and so is the predicate answer
-        tolerations = placement.spec.tolerations
+        tolerations = spec.tolerations
         before = taint_outcome(delta.taints[0], tolerations, now, held=holds)
         after = taint_outcome(delta.taints[1], tolerations, now, held=holds)
         if passed[0] and (before[1] or after[1]):
             return True  # a toleration runs out: the placement's timer moves
         passed = (passed[0] and before[0], passed[1] and after[0])
     spread = compiled.spread
-    terms = spread.read(spread_weight(plan_prioritizers(placement.spec.prioritizer_policy, spread.declared)))
+    terms = spread.read(spread_weight(plan_prioritizers(spec.prioritizer_policy, spread.declared)))
     if terms:  # the cluster's topology path, as far as the spread reads it
         paths = (spread.path(*delta.before, terms), spread.path(*delta.after, terms))
         depth = spread.hard_depth
@@ -131,7 +126,7 @@ def answer_may_change(
         return holds and not passed[0]  # passing on both sides with the same inputs; a stale holder must let go
     # the cluster starts or stops being a candidate: it may be selected, or it leaves a decision, or its
     # departure moves the others' scores or the status
-    return holds or passed[1] or leaving_matters()
+    return True if holds or passed[1] else None
 
 
 def leaving_moves_others(
