@@ -7,7 +7,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from engine.cluster.pipeline.status import Code, PluginStatus
-from topics.interning import Interner
+from topics.interning import ByIdentity, Interner
 from topics.k8s import Condition
 
 __all__ = [
@@ -88,8 +88,17 @@ def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now:
             out.append(old)
             continue
         when = old.last_transition_time if old is not None and old.status == condition.status else None
-        out.append(shared_condition(condition.model_copy(update={"last_transition_time": when or now})))
+        out.append(_STAMPED.get((condition, when or now), _stamped))
     return out
+
+
+_STAMPED: ByIdentity[Condition] = ByIdentity()
+"""Pooled stamped copies by (computed condition, transition time): computed conditions are shared objects and a
+batch's placements are stamped with one instant, so a copy is made once per condition and instant."""
+
+
+def _stamped(condition: Condition, when: datetime) -> Condition:
+    return shared_condition(condition.model_copy(update={"last_transition_time": when}))
 
 
 def _same_but_time(old: Condition, new: Condition) -> bool:

@@ -29,6 +29,11 @@ from topics.k8s import Condition
 __all__ = ["Evaluation", "PrioritizerScores", "evaluate"]
 
 
+_NO_IDS: Ids = np.zeros(0, dtype=np.intp)
+_NO_TOTALS: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+_NO_IDS.flags.writeable = _NO_TOTALS.flags.writeable = False  # shared by every evaluation until it has results
+
+
 @dataclass(frozen=True, slots=True)
 class PrioritizerScores:
     """Explain data of one enabled prioritizer: raw scores, before weighting."""
@@ -53,14 +58,14 @@ class Evaluation:
     removals: list[tuple[str, Ids, Ids]] = field(default_factory=list)
     """(filter, its candidates, those that passed) of every filter that removed any, as fleet ids."""
     prioritizers: list[PrioritizerScores] = field(default_factory=list)
-    passed_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    passed_ids: Ids = field(default_factory=lambda: _NO_IDS)
     """The clusters that passed both filters, as fleet ids (empty when the evaluation failed)."""
-    totals: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    totals: NDArray[np.int64] = field(default_factory=lambda: _NO_TOTALS)
     """Their weighted totals, aligned with `passed_ids`."""
     _scores: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     selected: list[str] = field(default_factory=list)
     """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
-    selected_ids: Ids = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    selected_ids: Ids = field(default_factory=lambda: _NO_IDS)
     """The selected clusters as fleet ids, ascending (name order)."""
     unscheduled: int = 0
     blocked: str = ""

@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import filterfalse
 
 from engine.cluster.fleet.views import InventoryView
@@ -46,8 +47,10 @@ def _percent(prefix: str) -> float | None:
     return float(prefix) if _GO_FLOAT.match(prefix) else None
 
 
+@lru_cache(maxsize=4096)
 def group_length(raw: int | str, total: int) -> tuple[int, PluginStatus]:
-    """Clusters per group (H1, H2): integer, digits-only string, or a percentage of `total`."""
+    """Clusters per group (H1, H2): integer, digits-only string, or a percentage of `total`; kept per input, as
+    every evaluation asks (mostly of "100%" and a few hundred totals)."""
     length: int
     if isinstance(raw, int):
         length = raw

@@ -8,6 +8,7 @@ from datetime import datetime
 from engine.cluster.pipeline.evaluate import Evaluation
 from engine.cluster.pipeline.groups import Page
 from engine.cluster.tracking.state import Published
+from topics.interning import ByIdentity
 from topics.placement import (
     ClusterDecision,
     DecisionGroupStatus,
@@ -38,7 +39,7 @@ def page_objects(namespace: str, placement: str, pages: Sequence[Page]) -> list[
     """PlacementDecision objects with the upstream names and labels (spec I2–I4)."""
     out: list[PlacementDecisionPage] = []
     for page in pages:
-        decisions = list(map(_DECISIONS.__getitem__, page.clusters))
+        decisions = _LISTS.get((page.clusters,), _entries)
         out.append(
             {
                 "apiVersion": DECISION_API_VERSION,
@@ -74,6 +75,14 @@ class _Decisions(dict[str, ClusterDecision]):
 
 
 _DECISIONS = _Decisions()
+
+_LISTS: ByIdentity[list[ClusterDecision]] = ByIdentity()
+"""Page entries by a page's cluster tuple: published pages are shared (`Published`) and the placements repeating
+a spec mostly publish the same ones, hundreds of clusters each. The lists are only serialised, never changed."""
+
+
+def _entries(clusters: tuple[str, ...]) -> list[ClusterDecision]:
+    return list(map(_DECISIONS.__getitem__, clusters))
 
 
 def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
@@ -115,7 +124,7 @@ def decided_event(
         decision_groups=group_statuses(published.pages),
         number_of_selected_clusters=published.selected,
         conditions=list(published.conditions),
-        scores=dict(evaluation.scores),
+        scores=evaluation.scores,  # built for this event (the evaluation keeps it only to answer again)
         warning=warning,
         deleted=False,
         prioritizers=prioritizers,

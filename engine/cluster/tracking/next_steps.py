@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from engine.cluster.pipeline.conditions import set_conditions
@@ -38,7 +38,10 @@ def with_due(state: PlacementState, due: datetime | None) -> PlacementState:
 
 
 def follow_up_may_differ(
-    evaluation: Evaluation, before: frozenset[str], after: frozenset[str], no_select_if_new: Callable[[], Iterable[str]]
+    evaluation: Evaluation,
+    before: frozenset[str],
+    after: frozenset[str],
+    no_select_if_new: Callable[[], frozenset[str]],
 ) -> bool:
     """Whether re-evaluating with the new decision as current decisions can change the answer (L5).
 
@@ -54,8 +57,8 @@ def follow_up_may_differ(
         return False
     if any(p.name == "Steady" and p.weight < 0 for p in evaluation.prioritizers):
         return True
-    # the few NoSelectIfNew clusters are searched, not the hundreds a decision holds
-    dropped = [name for name in no_select_if_new() if name in before and name not in after]
+    # the few NoSelectIfNew clusters are searched (in C), not the hundreds a decision holds
+    dropped = [name for name in no_select_if_new().intersection(before) if name not in after]
     return bool(dropped) and not set(evaluation.available).isdisjoint(dropped)
 
 

@@ -27,7 +27,7 @@ from engine.core import StatePart
 from engine.errors import InvalidStateError
 from topics.base import validated_once
 from topics.codec import dump_model
-from topics.interning import Interner, SharedByKey
+from topics.interning import ByIdentity, Interner, SharedByKey
 from topics.k8s import Condition
 from topics.placement import Placement
 
@@ -145,13 +145,18 @@ def _dump_decision(state: PlacementState) -> dict[str, Any]:
         else {
             "pages": [(p.name, p.group_name, p.group_index, p.clusters) for p in published.pages],
             "selected": published.selected,
-            "conditions": [dump_model(c) for c in published.conditions],
+            "conditions": [_DUMPED.get((c,), dump_model) for c in published.conditions],
             "warning": None if published.warning is None else list(published.warning),
             "generation": published.generation,
             "evaluationTime": published.evaluation_time.isoformat(),
         },
         "due": None if state.due is None else state.due.isoformat(),
     }
+
+
+_DUMPED: ByIdentity[dict[str, Any]] = ByIdentity(256)
+"""Published conditions as JSON: decisions share a few condition objects (see `shared_condition`), and every
+decision entry writes them. The JSON is only serialised, never changed."""
 
 
 def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
@@ -266,5 +271,15 @@ def _shared_page(page: Page) -> Page:
     return page if clusters is page.clusters else Page(page.name, page.group_name, page.group_index, clusters)
 
 
+_DECIDED_BY_PAGES: ByIdentity[frozenset[str]] = ByIdentity()
+"""A decision's clusters by its pages' (shared) cluster tuples: placements repeating a spec mostly publish the
+same pages, and their clusters need no second set."""
+
+
 def _decided(pages: Sequence[Page]) -> frozenset[str]:
-    return _shared_decided(frozenset(chain.from_iterable(page.clusters for page in pages)))
+    parts = tuple(page.clusters for page in pages)
+    return _DECIDED_BY_PAGES.get(parts, _decided_set)
+
+
+def _decided_set(*parts: tuple[str, ...]) -> frozenset[str]:
+    return _shared_decided(frozenset(chain.from_iterable(parts)))
