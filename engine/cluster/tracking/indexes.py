@@ -38,13 +38,15 @@ class DecisionCounts:
     Counting uses Counter's C loop; the counts are also kept as an array over the fleet's ids, which Balance
     reads. The per-count tally behind the maximum is kept step by step for the small changes of a re-decision (a
     cluster or two per placement). A large change (a new placement's whole decision) drops it; the maximum is
-    then read from the array in two numpy passes while large changes go on (a cold start), and the tally is
-    rebuilt in C once small ones come back.
+    then read from the array in numpy passes while large changes keep coming (a cold start), and the tally is
+    rebuilt in C once a run of small ones shows they are back.
     """
 
     _STEPWISE = 16
     """Changes of at most this many clusters update the tally in place (larger ones drop it) and the counts
     array cluster by cluster (larger ones through an id array)."""
+    _REBUILD_AFTER = 64
+    """Small changes in a row after which a dropped tally is rebuilt (a cold start mixes small and large ones)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -53,8 +55,8 @@ class DecisionCounts:
         self._highest = 0
         self._top: tuple[int, int] | None = None
         """While the tally is dropped: the largest count and how many clusters have it, None until read."""
-        self._small = True
-        """The last change was small: the tally is worth rebuilding."""
+        self._small = 0
+        """Small changes in a row: the tally is worth rebuilding after enough of them."""
         self._fleet: Fleet | None = None
         self._by_id: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         """The counts over `_fleet`'s ids (Balance reads them as an array), kept in step with `counts`."""
@@ -81,11 +83,12 @@ class DecisionCounts:
                 self._step_array(added, 1)
             self._step_array(removed, -1)
         self._top = None
-        self._small = len(removed) + len(added) <= self._STEPWISE
+        small = len(removed) + len(added) <= self._STEPWISE
+        self._small = self._small + 1 if small else 0
         levels = self._levels
         if levels is None:
             return
-        if not self._small:
+        if not small:
             self._levels = None
             return
         for cluster in added:
@@ -123,12 +126,14 @@ class DecisionCounts:
         """The largest count and how many clusters have it; (0, 0) when nothing is decided."""
         levels = self._levels
         if levels is None:
+            if self._top is not None:
+                return self._top
             by_id = self._by_id
             # the array holds every counted cluster when as many of its entries are non-zero
-            if not self._small and self._fleet is not None and np.count_nonzero(by_id) == len(self.counts):
-                if self._top is None:
-                    highest = int(by_id.max()) if len(by_id) else 0
-                    self._top = (highest, int(np.count_nonzero(by_id == highest)) if highest else 0)
+            covered = self._fleet is not None and np.count_nonzero(by_id) == len(self.counts)
+            if covered and self._small < self._REBUILD_AFTER:
+                highest = int(by_id.max()) if len(by_id) else 0
+                self._top = (highest, int(np.count_nonzero(by_id == highest)) if highest else 0)
                 return self._top
             levels = self._levels = Counter(self.counts.values())
             self._highest = max(levels, default=0)

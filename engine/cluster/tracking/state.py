@@ -134,7 +134,7 @@ def _parsed_time(text: str) -> datetime:
 
 def dump_placement_state(state: PlacementState) -> dict[str, Any]:
     """The whole state as JSON: the Placement entry and the decision entry in one object."""
-    return {"placement": dump_model(state.placement), **_dump_decision(state)}
+    return {"placement": _dump_placement(state.placement), **_dump_decision(state)}
 
 
 def _dump_decision(state: PlacementState) -> dict[str, Any]:
@@ -159,13 +159,30 @@ _DUMPED: ByIdentity[dict[str, Any]] = ByIdentity(256)
 decision entry writes them. The JSON is only serialised, never changed."""
 
 
+_SPECS: ByIdentity[dict[str, Any]] = ByIdentity(256)
+"""Specs as JSON: Placements share equal specs (topics/placement.py), and a cold start writes each Placement."""
+
+
+def _dump_placement(placement: Placement) -> dict[str, Any]:
+    """`dump_model(placement)` with the spec's JSON made once per spec object. The spec follows the metadata, as
+    in the model's field order; what comes after (unknown fields) keeps its place."""
+    rest = placement.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"spec"})
+    spec = _SPECS.get((placement.spec,), dump_model)
+    out: dict[str, Any] = {}
+    for name, value in rest.items():
+        out[name] = value
+        if name == "metadata":
+            out["spec"] = spec
+    return out
+
+
 def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
     """The changelog entries that differ between the state last written and `new` (see the module docstring)."""
     if new is None:
         return [("", None), (DECISION_PART, None)]
     parts: list[StatePart] = []
     if old is None or old.placement is not new.placement:
-        parts.append(("", {"placement": dump_model(new.placement)}))
+        parts.append(("", {"placement": _dump_placement(new.placement)}))
     if parts or old is None or old.published is not new.published or old.due != new.due:
         parts.append((DECISION_PART, _dump_decision(new)))
     return parts

@@ -143,18 +143,18 @@ def test_balance_counts_hold_tracked_and_peer_decisions_once_each(seed: int) -> 
 @pytest.mark.parametrize("outside", [False, True], ids=["all-in-fleet", "some-left-the-fleet"])
 def test_decision_counts_read_the_maximum_from_the_array_through_large_changes(seed: int, outside: bool) -> None:
     """Large changes (a cold start's whole decisions) drop the tally: the maximum then comes from the array over
-    the fleet, or from a recount when some counted cluster has left the fleet; small ones rebuild the tally. New
-    decisions passed with their ids step the array as their names would."""
+    the fleet, or from a recount when some counted cluster has left the fleet; a run of small ones rebuilds the
+    tally. New decisions passed with their ids step the array as their names would."""
     rng = random.Random(seed)
     names = [f"c{i:02d}" for i in range(40)]
     fleet = Fleet(names[:30] if outside else names)
     counts = DecisionCounts()
     counts.over(fleet)
     decisions: dict[int, frozenset[str]] = {}
-    for _ in range(200):
+    for step in range(400):  # a mix of sizes, then a long run of small changes (the tally is rebuilt)
         key = rng.randrange(12)
         old = decisions.get(key, frozenset())
-        new = frozenset(rng.sample(names, rng.choice((0, 1, 2, 20, 30))))
+        new = frozenset(rng.sample(names, rng.choice((0, 1, 2, 20, 30) if step < 200 else (0, 1, 2))))
         ids = (fleet.serial, fleet.ids(new)) if not old and rng.random() < 0.7 else None
         counts.replace(old, new, ids)
         decisions[key] = new

@@ -19,6 +19,7 @@ from engine.cluster.tracking.state import (
 )
 from engine.errors import InvalidStateError
 from engine.runtime import InputRecord, OutputRecord, Runtime
+from topics.codec import dump_model
 from topics.names import TopicRole
 from topics.placement import Placement
 
@@ -242,3 +243,24 @@ def test_placements_with_equal_specs_share_one_compiled_spec() -> None:
 
     assert compiled("a", 2) is compiled("b", 2)
     assert compiled("a", 2) is not compiled("a", 3)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"metadata": {"name": "web", "namespace": "apps"}},
+        {
+            "metadata": {"name": "web", "namespace": "apps", "labels": {"a": "b"}, "generation": 3},
+            "spec": {"numberOfClusters": 2, "clusterSets": ["s"], "spreadPolicy": {"x": 1}, "unknown": [1]},
+            "status": {"kept": True},
+            "zzz": "after the spec",
+        },
+    ],
+    ids=["bare", "unknown-fields"],
+)
+def test_cluster_placement_entry_is_the_model_dump_whatever_shares_its_spec(raw: dict[str, Any]) -> None:
+    """The Placement entry reuses its spec's JSON across Placements sharing the spec, byte for byte the dump."""
+    for name in ("web", "api"):  # the second shares the first's spec object
+        placement = Placement.model_validate({**raw, "metadata": {**raw["metadata"], "name": name}})
+        entry = dump_placement_state(PlacementState(placement))["placement"]
+        assert orjson.dumps(entry) == orjson.dumps(dump_model(placement))
