@@ -44,6 +44,12 @@ def _partition_config(config: Any, name: str) -> PartitionConfig | None:
     return config.partition(name) if isinstance(config, QueueConfig) else None
 
 
+def _differ(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether two queue mappings differ; a placement into an existing queue keeps the same mapping objects,
+    and comparing them entry by entry grew with every dynamic queue."""
+    return before is not after and before != after
+
+
 def _keep(state: PartitionState) -> PartitionState | None:
     """An empty partition state is forgotten rather than stored."""
     return state if state.applications or state.queues else None
@@ -215,7 +221,11 @@ class QueueEngine:
         parts: list[StatePart] = []
         if new is None:
             parts.append(("", None))
-        elif old is None or before.queues != after.queues or before.configured_in_use != after.configured_in_use:
+        elif (
+            old is None
+            or _differ(before.queues, after.queues)
+            or _differ(before.configured_in_use, after.configured_in_use)
+        ):
             parts.append(("", dump_partition_meta(after)))
         parts.extend(
             (_APP_PART + app_id, None if app is None else dump_application(app))

@@ -3,13 +3,15 @@
 `PartitionState` is immutable, so adding one application used to copy the whole applications mapping:
 O(active applications) per placement, quadratic over a busy partition. Here keys are spread over a fixed
 number of buckets by a stable hash (CRC-32, not `hash()`, so the layout does not depend on the process), and
-a change copies only the tuple of bucket references and the one bucket it touches.
+a change copies only the tuple of bucket references and the one bucket it touches. A map also remembers the
+buckets of the map it was derived from and which slots it changed since, so comparing it with that map (the
+changelog's diff after each placement) looks at those buckets only, not at all of them.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -18,6 +20,9 @@ __all__ = ["PersistentMap", "changed_items", "with_item", "without_item"]
 V = TypeVar("V")
 
 _WIDTH = 256
+_TRACKED = 32
+"""Changed slots a map remembers relative to its base before the base moves up to its parent: a diff against
+any map in between costs at most this many buckets."""
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -28,7 +33,7 @@ def _slot(key: str) -> int:
 class PersistentMap(Mapping[str, V], Generic[V]):
     """Immutable mapping; `set` and `delete` return new maps sharing every untouched bucket."""
 
-    __slots__ = ("_buckets", "_size")
+    __slots__ = ("_base", "_buckets", "_changed", "_size")
 
     def __init__(self, items: Mapping[str, V] | None = None) -> None:
         buckets: list[dict[str, V]] = [{} for _ in range(_WIDTH)] if items else []
@@ -38,11 +43,21 @@ class PersistentMap(Mapping[str, V], Generic[V]):
             tuple(bucket or _EMPTY for bucket in buckets) if buckets else (_EMPTY,) * _WIDTH
         )
         self._size = len(items) if items else 0
+        self._base: tuple[Mapping[str, V], ...] | None = None
+        """The buckets of an earlier map this one was derived from (None: built from scratch)..."""
+        self._changed: frozenset[int] = frozenset()
+        """...and the slots in which the two may differ."""
 
-    @classmethod
-    def _of(cls, buckets: tuple[Mapping[str, V], ...], size: int) -> PersistentMap[V]:
-        made: PersistentMap[V] = cls.__new__(cls)
-        made._buckets, made._size = buckets, size
+    def _derived(self, slot: int, bucket: Mapping[str, V], size: int) -> PersistentMap[V]:
+        """A map with `bucket` at `slot`, remembering its base and changed slots (see the module docstring)."""
+        buckets = list(self._buckets)
+        buckets[slot] = bucket
+        made: PersistentMap[V] = PersistentMap.__new__(PersistentMap)
+        made._buckets, made._size = tuple(buckets), size
+        if self._base is not None and len(self._changed) < _TRACKED:
+            made._base, made._changed = self._base, self._changed | {slot}
+        else:
+            made._base, made._changed = self._buckets, frozenset((slot,))
         return made
 
     def __getitem__(self, key: str) -> V:
@@ -71,9 +86,7 @@ class PersistentMap(Mapping[str, V], Generic[V]):
         bucket = dict(self._buckets[slot])
         size = self._size + (key not in bucket)
         bucket[key] = value
-        buckets = list(self._buckets)
-        buckets[slot] = bucket
-        return self._of(tuple(buckets), size)
+        return self._derived(slot, bucket, size)
 
     def delete(self, key: str) -> PersistentMap[V]:
         """A new map without `key` (this map when the key is absent)."""
@@ -82,9 +95,7 @@ class PersistentMap(Mapping[str, V], Generic[V]):
             return self
         bucket = dict(self._buckets[slot])
         del bucket[key]
-        buckets = list(self._buckets)
-        buckets[slot] = bucket or _EMPTY
-        return self._of(tuple(buckets), self._size - 1)
+        return self._derived(slot, bucket or _EMPTY, self._size - 1)
 
 
 def with_item(mapping: Mapping[str, V], key: str, value: V) -> PersistentMap[V]:
@@ -101,17 +112,37 @@ def without_item(mapping: Mapping[str, V], key: str) -> PersistentMap[V]:
 
 def changed_items(old: Mapping[str, V], new: Mapping[str, V]) -> list[tuple[str, V | None]]:
     """What turns `old` into `new`, sorted by key: (key, value) for added or changed entries, (key, None) for
-    removed ones. Two persistent maps are compared only in the buckets they do not share, so the cost follows
-    the size of the change, not of the maps."""
+    removed ones. Two persistent maps are compared only in the buckets they do not share, and when one derives
+    from the other or both from one base, only in the slots changed since, so the cost follows the size of the
+    change, not of the maps."""
+    pairs: Iterable[tuple[Mapping[str, V], Mapping[str, V]]]
     if isinstance(old, PersistentMap) and isinstance(new, PersistentMap):
-        pairs = [
-            (before, after) for before, after in zip(old._buckets, new._buckets, strict=True) if before is not after
-        ]
+        slots = _changed_slots(old, new)
+        if slots is None:
+            pairs = [(a, b) for a, b in zip(old._buckets, new._buckets, strict=True) if a is not b]
+        else:
+            pairs = [(old._buckets[slot], new._buckets[slot]) for slot in slots]
     else:
         pairs = [(old, new)]
     changes: list[tuple[str, V | None]] = []
     for before, after in pairs:
-        changes.extend((key, value) for key, value in after.items() if before.get(key) != value)
+        if before is after:
+            continue
+        for key, value in after.items():
+            held = before.get(key)
+            if held is not value and held != value:
+                changes.append((key, value))
         changes.extend((key, None) for key in before if key not in after)
     changes.sort(key=lambda item: item[0])
     return changes
+
+
+def _changed_slots(old: PersistentMap[V], new: PersistentMap[V]) -> frozenset[int] | None:
+    """The slots in which two maps may differ, known from their bases; None when every slot may."""
+    if new._base is old._buckets:
+        return new._changed
+    if old._base is new._buckets:
+        return old._changed
+    if old._base is not None and old._base is new._base:
+        return old._changed | new._changed
+    return None

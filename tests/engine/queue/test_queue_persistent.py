@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from types import MappingProxyType
 from typing import Any
 
@@ -57,3 +58,26 @@ def test_changed_items_lists_what_turns_old_into_new(change: Any, expected: list
 def test_changed_items_on_plain_mappings_and_from_empty() -> None:
     assert changed_items({"a": 1, "b": 2}, MappingProxyType({"b": 3, "c": 4})) == [("a", None), ("b", 3), ("c", 4)]
     assert changed_items(PersistentMap(), _grown(3)) == [("app-0", 0), ("app-1", 1), ("app-2", 2)]
+
+
+def _plain_changes(old: dict[str, int], new: dict[str, int]) -> list[tuple[str, int | None]]:
+    changed: list[tuple[str, int | None]] = [(key, value) for key, value in new.items() if old.get(key) != value]
+    changed += [(key, None) for key in old if key not in new]
+    return sorted(changed)
+
+
+def test_changed_items_between_any_two_maps_of_a_long_chain() -> None:
+    """Maps remember the slots changed since a base that moves up every few dozen changes; a diff between any
+    two maps of one history (either direction, across base moves) must equal the plain comparison."""
+    rng = random.Random(5)
+    maps = [_grown(300)]
+    for step in range(120):
+        current = maps[-1]
+        key = f"app-{rng.randrange(400)}"
+        maps.append(current.delete(key) if step % 3 == 0 else current.set(key, rng.randrange(3)))
+    for old in range(0, len(maps), 7):
+        for new in range(0, len(maps), 5):
+            expected = _plain_changes(dict(maps[old]), dict(maps[new]))
+            assert changed_items(maps[old], maps[new]) == expected, (old, new)
+    fork = maps[40].set("fork", 1)  # a sibling history from a shared base
+    assert changed_items(maps[60], fork) == _plain_changes(dict(maps[60]), dict(fork))
