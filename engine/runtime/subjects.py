@@ -8,9 +8,9 @@ changelog and handing subjects over in a rebalance live here too, as they change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from types import TracebackType
 from typing import Any
 
 from engine.core import (
@@ -91,28 +91,15 @@ class Subjects:
         return totals
 
     # --- engine calls ----------------------------------------------------------------------------
-    @contextmanager
     def isolated(
         self, batch: Batch, key: str, revert_to: Any, causes: Sequence[InputRecord], now: datetime
-    ) -> Iterator[None]:
+    ) -> _Isolated:
         """Let one subject's failure cost only that subject (as Kafka Streams' processing exception handler
         does): its outputs since entering are withdrawn, its state and changelog memory go back to `revert_to`,
         the records that caused it are dead-lettered at stage PROCESS, and an incident is noted. A timer of the
         reverted state that is already due is dropped, or it would fail again at once, forever; the subject's
         next successful change arms it again."""
-        mark = len(batch.outputs)
-        remembered = self.changelog.snapshot(key)
-        try:
-            yield
-        except Exception as exc:  # an engine bug or a hostile input must not stop the service
-            del batch.outputs[mark:]
-            self.set(self.engine_for(key), key, revert_to)
-            self.timers.disarm_if_due(key, now)
-            self.changelog.revert(key, remembered)
-            stage = stage_of(exc, Stage.PROCESS)
-            for record in causes:
-                batch.outputs.append(dead_letter(record, stage, exc, bound_to_task=True))
-            self.incidents.append(Incident(key, stage, exc, len(causes)))
+        return _Isolated(self, batch, key, revert_to, causes, now=now)
 
     def take(self, batch: Batch, engine: SubjectEngine[Any], key: str, step: Step[Any], now: datetime) -> None:
         """Apply an engine's step to a subject: its records into the batch, its state, and whether the subject
@@ -179,3 +166,44 @@ class Subjects:
                     peer_aware.release(key)
                 self.set(engine, key, None)
             self.changelog.forget(key)
+
+
+class _Isolated:
+    """The context manager of `Subjects.isolated`: a class, not a generator, as every engine call enters one."""
+
+    __slots__ = ("_batch", "_causes", "_key", "_mark", "_now", "_remembered", "_revert_to", "_subjects")
+
+    def __init__(
+        self,
+        subjects: Subjects,
+        batch: Batch,
+        key: str,
+        revert_to: Any,
+        causes: Sequence[InputRecord],
+        *,
+        now: datetime,
+    ) -> None:
+        self._subjects, self._batch, self._key = subjects, batch, key
+        self._revert_to, self._causes, self._now = revert_to, causes, now
+        self._mark = len(batch.outputs)
+        self._remembered = subjects.changelog.snapshot(key)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> bool:
+        if not isinstance(exc, Exception):  # none, or one that must stop the service (KeyboardInterrupt...)
+            return False
+        # an engine bug or a hostile input must not stop the service
+        subjects, batch, key, causes = self._subjects, self._batch, self._key, self._causes
+        del batch.outputs[self._mark :]
+        subjects.set(subjects.engine_for(key), key, self._revert_to)
+        subjects.timers.disarm_if_due(key, self._now)
+        subjects.changelog.revert(key, self._remembered)
+        stage = stage_of(exc, Stage.PROCESS)
+        for record in causes:
+            batch.outputs.append(dead_letter(record, stage, exc, bound_to_task=True))
+        subjects.incidents.append(Incident(key, stage, exc, len(causes)))
+        return True
