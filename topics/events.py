@@ -106,11 +106,21 @@ def versioned(name: str, version: int = 1) -> str:
     return f"{name}.v{version}"
 
 
+_EXACT: dict[str, tuple[EventKind, int]] = {
+    kind.wire_type(version): (kind, version) for kind in EVENT_KINDS.values() for version in kind.versions
+}
+"""Every catalogue type as sent without a prefix, the way nearly every record names it: found by one lookup,
+with the result `parse_type`'s general path gives."""
+
+
 def parse_type(wire_type: str) -> tuple[EventKind, int]:
     """Find the catalogue entry of a wire type such as `placement.applied.v1`.
 
     A reverse-DNS prefix (`io.example.placement.applied.v1`) is accepted: the longest known suffix wins.
     """
+    exact = _EXACT.get(wire_type)
+    if exact is not None:
+        return exact
     if len(wire_type) > MAX_TYPE_CHARS:
         raise UnknownEventTypeError(f"event type of {len(wire_type)} characters (at most {MAX_TYPE_CHARS})")
     stem, separator, number = wire_type.rpartition(".v")
