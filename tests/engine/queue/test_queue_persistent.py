@@ -81,3 +81,10 @@ def test_changed_items_between_any_two_maps_of_a_long_chain() -> None:
             assert changed_items(maps[old], maps[new]) == expected, (old, new)
     fork = maps[40].set("fork", 1)  # a sibling history from a shared base
     assert changed_items(maps[60], fork) == _plain_changes(dict(maps[60]), dict(fork))
+
+
+def test_changed_items_back_to_the_map_one_change_came_from() -> None:
+    old = _grown(50)
+    assert changed_items(old.set("new", 1), old) == [("new", None)]
+    assert changed_items(old.delete("app-4"), old) == [("app-4", 4)]
+    assert changed_items(old.set("app-4", 4), old) == []
