@@ -74,9 +74,11 @@ PlacementOutcome = Placed | Rejected
 
 
 def is_forced(tags: Mapping[str, str]) -> bool:
-    """Spec G7: the force tag (key in any case) holding a Go `ParseBool` true value."""
-    value = next((value for key, value in tags.items() if key.lower() == FORCE_TAG), "")
-    return value in _GO_TRUE
+    """Spec G7: the force tag (key in any case) holding a Go `ParseBool` true value; the first such key counts."""
+    for key, value in tags.items():
+        if key.lower() == FORCE_TAG:
+            return value in _GO_TRUE
+    return False
 
 
 def resolve_applicant(submission: Submission) -> Applicant | str:

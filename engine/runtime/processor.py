@@ -109,7 +109,7 @@ class Runtime:
 
     def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[Handover]:
         """`process`, handing the outputs over in chunks; the batch is only complete once exhausted."""
-        batch = Batch("|".join(f"{r.topic}:{r.partition}:{r.offset}" for r in records))
+        batch = Batch("|".join([f"{r.topic}:{r.partition}:{r.offset}" for r in records]))
         ctx = self.context(now)
         changes: list[InventoryChange] = []
         for record in records:
@@ -204,7 +204,7 @@ class Runtime:
 
     def _apply_subject(self, batch: Batch, record: InputRecord, ctx: EngineContext) -> None:
         try:
-            key, event = read_subject_record(record, self.engine_for)
+            key, event = read_subject_record(record, self.subjects.engine_for)
         except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
             batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=True))
             return
@@ -225,12 +225,14 @@ class Runtime:
     ) -> None:
         """Run one engine call for a subject. A failure is isolated (see `Subjects.isolated`): the subject keeps its
         state from before the call and `cause` is dead-lettered."""
-        if key not in self.states and not allow_new:
+        subjects = self.subjects
+        state = subjects.states.get(key)
+        if state is None and not allow_new:
             return
-        engine = self.engine_for(key)
-        with self.subjects.isolated(batch, key, self.states.get(key), () if cause is None else (cause,), ctx.now):
-            step: Step[Any] = call(engine, self.states.get(key))
-            self.subjects.take(batch, engine, key, step, ctx.now)
+        engine = subjects.engine_for(key)
+        with subjects.isolated(batch, key, state, () if cause is None else (cause,), ctx.now):
+            step: Step[Any] = call(engine, state)
+            subjects.take(batch, engine, key, step, ctx.now)
         if cause is not None and key in batch.touched:
             batch.causes.setdefault(key, []).append(cause)
 

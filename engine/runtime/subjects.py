@@ -66,7 +66,8 @@ class Subjects:
             self.states[key] = state
         engine.track(key, state)
         timed = self.timed.get(engine.KIND)
-        self.timers.arm(key, timed.next_due(state) if timed is not None and state is not None else None)
+        if timed is not None:  # only timed engines' subjects ever have a timer
+            self.timers.arm(key, timed.next_due(state) if state is not None else None)
 
     def changelog_entries(self, key: str) -> list[OutputRecord]:
         """The changelog records that bring the changelog to the subject's state now."""
