@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from aiokafka import ConsumerRecord, TopicPartition
 
 from engine.runtime import Handover, InputRecord, Runtime
+from streams.kafka.clients import Records
 from streams.kafka.poison import PoisonGuard
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -26,8 +27,6 @@ from topics.names import TopicRole
 __all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued", "without_processed"]
 
 log = logging.getLogger("placement.service")
-
-Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 
 
 @dataclass

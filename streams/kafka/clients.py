@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
 
-__all__ = ["admin_client", "group_consumer", "loose_producer"]
+__all__ = ["Records", "admin_client", "group_consumer", "loose_producer"]
+
+Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
+"""What one poll of a consumer returns: the fetched records of each partition."""
 
 
 def admin_client(kafka: KafkaSettings) -> AIOKafkaAdminClient:

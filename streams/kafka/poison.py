@@ -23,11 +23,11 @@ from aiokafka.errors import (
 from engine.runtime import InputRecord, OutputRecord
 from engine.runtime.deadletter import dead_letter
 from streams.errors import PoisonRecordError
+from streams.kafka.clients import Records
 from topics.errors import Stage
 
 __all__ = ["PoisonGuard", "caused_by_records"]
 
-_Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 _RECORD_ERRORS = (MessageSizeTooLargeError, RecordListTooLargeError, RecordTooLargeError, CorruptRecordException)
 
 
@@ -56,10 +56,10 @@ class PoisonGuard:
         """Tasks processed one record at a time."""
         return frozenset(self._suspects)
 
-    def narrow(self, subjects: _Records) -> tuple[_Records, list[tuple[TopicPartition, int]]]:
+    def narrow(self, subjects: Records) -> tuple[Records, list[tuple[TopicPartition, int]]]:
         """Keep one record per isolated task (the rest is fetched again); returns the batch and the positions
         to seek back to."""
-        kept: _Records = {}
+        kept: Records = {}
         rewind: list[tuple[TopicPartition, int]] = []
         taken: set[int] = set()
         for tp in sorted(subjects, key=lambda t: (t.partition, t.topic)):
@@ -85,7 +85,7 @@ class PoisonGuard:
         return f"the record aborted its task's transaction {suspect.aborts} times: {suspect.error}"
 
     def dead_letters(
-        self, subjects: _Records, inputs: Callable[[Sequence[ConsumerRecord[bytes, bytes]]], list[InputRecord]]
+        self, subjects: Records, inputs: Callable[[Sequence[ConsumerRecord[bytes, bytes]]], list[InputRecord]]
     ) -> tuple[list[OutputRecord], set[int]]:
         """Dead letters of the isolated records that aborted their task's transaction too often, and their
         tasks, whose records of this batch are not processed."""

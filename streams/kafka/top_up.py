@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from streams.kafka.clients import Records
 
 __all__ = ["TOP_UP_SECONDS", "top_up"]
-
-Records = dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]
 
 TOP_UP_SECONDS = 0.01
 """How long a batch waits for records known to be there. They are on the broker already, so one fetch round
