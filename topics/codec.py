@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -61,21 +62,27 @@ def loads(raw: bytes | str) -> Any:
     return orjson.loads(raw)
 
 
-def dump_model(model: BaseModel) -> dict[str, Any]:
-    """A model as wire JSON: camelCase aliases, no nulls; plain-JSON fields of event data as they are."""
+def dump_model(model: BaseModel, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A model as wire JSON: camelCase aliases, no nulls; plain-JSON fields of event data as they are. `given`:
+    the JSON of some fields (by field name) that the caller already has, e.g. of a spec many models share; it
+    takes the field's place as model_dump orders it (declared fields, then unknown ones)."""
     raw_fields = model.JSON_FIELDS if isinstance(model, EventData) else frozenset()
-    if not raw_fields:
+    if not raw_fields and not given:
         return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    rest = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=set(raw_fields))
+    given = given or {}
+    rest = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=set(raw_fields) | set(given))
     out: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():  # field order, as model_dump writes it
         alias = field.alias or name
-        if name in raw_fields:
+        if name in given:
+            out[alias] = given[name]
+        elif name in raw_fields:
             value = getattr(model, name)
             if value is not None:
                 out[alias] = value
         elif alias in rest:
             out[alias] = rest[alias]
+    out.update((key, value) for key, value in rest.items() if key not in out)  # unknown fields, after the rest
     return out
 
 

@@ -12,7 +12,7 @@ from topics.codec import decode_event, dump_model, encode_event
 from topics.errors import DecodeError, SchemaError, UnknownEventTypeError
 from topics.events import EVENT_KINDS, parse_type
 from topics.names import TOPIC_SPECS, TopicRole
-from topics.placement import PlacementDecided
+from topics.placement import Placement, PlacementDecided
 from topics.queue import ApplicationPlaced, ApplicationSubmitted
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -206,3 +206,19 @@ def test_kubernetes_int32_fields_refuse_wider_values(
     else:
         with pytest.raises(SchemaError, match=r"(less|greater) than or equal"):
             decode_event(raw, topic)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"metadata": {"name": "web", "namespace": "apps"}},
+        {"metadata": {"name": "web"}, "spec": {"numberOfClusters": 2, "extra": 1}, "status": {"a": 1}, "zzz": 2},
+    ],
+    ids=["bare", "unknown-fields"],
+)
+def test_dump_model_puts_given_json_in_the_fields_place(raw: dict[str, object]) -> None:
+    placement = Placement.model_validate(raw)
+    whole = dump_model(placement)
+    given = dump_model(placement, {"spec": {"given": True}})
+    assert list(given) == list(whole)
+    assert given == {**whole, "spec": {"given": True}}

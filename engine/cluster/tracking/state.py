@@ -164,16 +164,8 @@ _SPECS: ByIdentity[dict[str, Any]] = ByIdentity(256)
 
 
 def _dump_placement(placement: Placement) -> dict[str, Any]:
-    """`dump_model(placement)` with the spec's JSON made once per spec object. The spec follows the metadata, as
-    in the model's field order; what comes after (unknown fields) keeps its place."""
-    rest = placement.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"spec"})
-    spec = _SPECS.get((placement.spec,), dump_model)
-    out: dict[str, Any] = {}
-    for name, value in rest.items():
-        out[name] = value
-        if name == "metadata":
-            out["spec"] = spec
-    return out
+    """`dump_model(placement)` with the spec's JSON made once per spec object."""
+    return dump_model(placement, {"spec": _SPECS.get((placement.spec,), dump_model)})
 
 
 def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
