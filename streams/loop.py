@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.errors import KafkaError
 
 from engine.runtime import Handover
@@ -81,6 +81,7 @@ class ProcessingLoop:
             generation = ownership.generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
             stale = set(ownership.stale)
+            inventory: list[ConsumerRecord[bytes, bytes]] = []
             try:
                 polled = any(subjects.values())
                 to_end = bool(stale) or polled
@@ -96,8 +97,10 @@ class ProcessingLoop:
                     subjects = await top_up(consumer, subjects, ends, max_records=kafka.max_batch_records)
                     self._metrics.batch_stage.labels("top_up").observe(time.perf_counter() - started)
             except (TimeoutError, KafkaError) as exc:
-                # the batch waits: its records are fetched again once the tables can be read to their end
+                # the batch waits: its records are fetched again once the tables can be read to their end, and
+                # the inventory it read goes with the next batch (the tables' reader is past it)
                 self._health.note_broker(False, exc)
+                barrier.give_back(inventory)
                 self._unpoll(consumer, subjects, {})
                 continue
             observe_queued(self._metrics, subjects)

@@ -61,6 +61,9 @@ class InventoryBarrier:
         self._offsets = offsets
         self._partitions = list(partitions)
         self._timeout = timeout
+        self._held: list[ConsumerRecord[bytes, bytes]] = []
+        """Records already fetched, past the tables' positions, that no batch has applied yet: a read that failed
+        fetched them, or a batch gave them back. Dropping them would lose those inventory changes for good."""
 
     async def read(
         self, *, to_end: bool, max_records: int, subjects: Sequence[TopicPartition] = ()
@@ -70,21 +73,34 @@ class InventoryBarrier:
         tables' ends were taken, so the batch may take it too (see top_up).
 
         Raises TimeoutError when the broker does not answer within the timeout: the caller must not decide the
-        batch then (its records are fetched again after the consumer is rewound)."""
+        batch then (its records are fetched again after the consumer is rewound). What the read had fetched of the
+        tables is kept for the next read."""
         tables = self._tables
-        found = [r for batch in (await tables.getmany(timeout_ms=0, max_records=max_records)).values() for r in batch]
-        if not to_end:
-            return found, {}
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
-        end = await asyncio.wait_for(self._offsets.end_offsets([*self._partitions, *subjects]), self._timeout)
-        while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
-            left = deadline - loop.time()
-            if left <= 0:
-                raise TimeoutError(f"the inventory tables did not reach their end within {self._timeout}s")
-            fetched = await tables.getmany(*pending, timeout_ms=int(min(left, 0.2) * 1000), max_records=max_records)
+        found, self._held = self._held, []
+        try:
+            fetched = await tables.getmany(timeout_ms=0, max_records=max_records)
             found.extend(r for batch in fetched.values() for r in batch)
+            if not to_end:
+                return found, {}
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self._timeout
+            end = await asyncio.wait_for(self._offsets.end_offsets([*self._partitions, *subjects]), self._timeout)
+            while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise TimeoutError(f"the inventory tables did not reach their end within {self._timeout}s")
+                wait_ms = int(min(left, 0.2) * 1000)
+                fetched = await tables.getmany(*pending, timeout_ms=wait_ms, max_records=max_records)
+                found.extend(r for batch in fetched.values() for r in batch)
+        except BaseException:
+            self._held = found
+            raise
         return found, {tp: end[tp] for tp in subjects}
+
+    def give_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
+        """Records a read returned that their batch did not apply (it failed after the read): the next read
+        returns them first, in order."""
+        self._held = [*records, *self._held]
 
     async def probe(self, timeout: float = 2.0) -> None:
         """Ask the broker for the tables' end offsets: raises TimeoutError or a KafkaError when it does not answer,

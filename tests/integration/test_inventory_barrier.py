@@ -6,8 +6,13 @@ import asyncio
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaProducer
-from kafka_support import KafkaWorld, event, running, values
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+from kafka_support import KafkaWorld, event, running, values, wait_for
+
+from streams.kafka.admin import create_topics
+from streams.kafka.barrier import InventoryBarrier
+from streams.kafka.tables import new_reader
 
 pytestmark = pytest.mark.integration
 
@@ -65,3 +70,37 @@ async def test_a_subject_is_decided_only_with_the_inventory_produced_before_it(w
     premature = {ns: d["numberOfSelectedClusters"] for ns, d in first.items() if d["numberOfSelectedClusters"] != 1}
     assert len(first) == ROUNDS
     assert premature == {}, f"{len(premature)} first decisions missed inventory produced before them"
+
+
+FAILURES = ["the read fails after fetching", "the batch fails after the read"]
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+async def test_inventory_fetched_for_a_batch_that_fails_goes_with_the_next(world: KafkaWorld, failure: str) -> None:
+    """A broker outage can fail a batch after the barrier fetched inventory: the tables' reader is past those
+    records, so dropping them would lose those inventory changes for good."""
+    settings = world.settings()
+    await create_topics(settings)
+    status = settings.topics.cluster_status
+    await world.produce([(status, f"ManagedCluster/c{n}", cluster(n)) for n in range(5)])
+    inventory = [TopicPartition(status, 0)]
+    tables, offsets = new_reader(settings.kafka, "tables"), new_reader(settings.kafka, "offsets")
+    await tables.start()
+    await offsets.start()
+    barrier = InventoryBarrier(tables, offsets, inventory, timeout=2.0)
+    try:
+        tables.assign(inventory)
+        await wait_for(lambda: tables.highwater(inventory[0]) == 5)  # all 5 are fetched already
+        if failure == "the read fails after fetching":
+            with pytest.raises((TimeoutError, KafkaError)):  # no such partition: its end is never known
+                await barrier.read(to_end=True, max_records=100, subjects=[TopicPartition(f"{status}-none", 0)])
+        else:
+            records, _ = await barrier.read(to_end=True, max_records=100)
+            assert len(records) == 5
+            barrier.give_back(records)
+        records, _ = await barrier.read(to_end=True, max_records=100)
+        assert [r.offset for r in records] == [0, 1, 2, 3, 4]
+        again, _ = await barrier.read(to_end=True, max_records=100)
+        assert again == [], "given once, not twice"
+    finally:
+        await barrier.stop()
