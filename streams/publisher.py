@@ -66,6 +66,7 @@ class Publisher:
         engine = sending = 0.0
         handed_over = 0
         coming = asyncio.ensure_future(asyncio.to_thread(next, handed, None))
+        await transactions.open(offsets)
         while True:
             started = time.perf_counter()
             chunk = await coming

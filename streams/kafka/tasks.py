@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
@@ -21,7 +21,16 @@ from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
 from topics.names import LARGE_RECORD_BYTES, TopicRole
 
-__all__ = ["MAX_BATCH_BYTES", "ProducersClosedError", "RecordSender", "TaskProducers", "partition_of", "send_records"]
+__all__ = [
+    "MAX_BATCH_BYTES",
+    "ProducersClosedError",
+    "RecordSender",
+    "TaskProducers",
+    "add_partitions_early",
+    "partition_of",
+    "retrieve_later",
+    "send_records",
+]
 
 MAX_BATCH_BYTES = 1_048_576
 """aiokafka keeps one produce request in flight per broker and one batch per partition in it, so the batch
@@ -55,6 +64,8 @@ class RecordSender:
         self._task_of = task_of
         self._batches: dict[tuple[str, int], BatchBuilder] = {}
         self._futures: list[asyncio.Future[Any]] = []
+        self.partitions: set[TopicPartition] = set()
+        """The partitions records were packed for, so a task's next transaction can add them early."""
 
     async def add(self, records: Iterable[OutputRecord]) -> None:
         """Queue records, in order per partition; full batches are handed to the producer."""
@@ -75,6 +86,8 @@ class RecordSender:
         self, route: tuple[str, int], key: bytes | None, value: bytes | None, headers: list[Header]
     ) -> None:
         batch = self._batches.get(route)
+        if batch is None:
+            self.partitions.add(TopicPartition(*route))
         if batch is None or batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
             if batch is not None:  # full: send it and start the next one
                 self._futures.append(await self._producer.send_batch(batch, route[0], partition=route[1]))
@@ -87,7 +100,7 @@ class RecordSender:
         self._batches.clear()
         futures, self._futures = self._futures, []
         for future in futures:
-            future.add_done_callback(_retrieve)
+            retrieve_later(future)
 
     async def hand_over(self) -> None:
         """Give the producer every partly filled batch at once, without waiting: a transaction then adds all
@@ -104,9 +117,28 @@ class RecordSender:
             await asyncio.gather(*futures)
 
 
+def retrieve_later(future: asyncio.Future[Any]) -> None:
+    """Retrieve whatever a future nobody awaits any more ends with, so no 'exception was never retrieved' is
+    logged at exit."""
+    future.add_done_callback(_retrieve)
+
+
 def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+def add_partitions_early(producer: AIOKafkaProducer, partitions: Iterable[TopicPartition]) -> None:
+    """Add partitions to the producer's open transaction before any record is sent to them, so their
+    AddPartitionsToTxn round trip is over when the records come. aiokafka adds a partition only when a batch for
+    it is handed over, and has no public call for this, so its transaction manager is asked directly; where a
+    future aiokafka lacks it, the partitions are added with their first batch, as before."""
+    manager = getattr(producer, "_txn_manager", None)
+    add = getattr(manager, "maybe_add_partition_to_txn", None)
+    if add is None:
+        return
+    for tp in partitions:
+        add(tp)
 
 
 async def send_records(
@@ -135,6 +167,8 @@ class TaskProducers:
     def __init__(self, kafka: KafkaSettings) -> None:
         self._kafka = kafka
         self._producers: dict[int, AIOKafkaProducer] = {}
+        self.written: dict[int, frozenset[TopicPartition]] = {}
+        """The partitions each task's last committed transaction wrote: its next one adds them early."""
         self._stopping: set[asyncio.Future[None]] = set()
         self._closed = False
         """Set by `stop_all`: a rebalance listener still running must not start a producer nobody stops."""
@@ -180,6 +214,7 @@ class TaskProducers:
     async def stop(self, partition: int) -> None:
         """Stop one task's producer, if started."""
         producer = self._producers.pop(partition, None)
+        self.written.pop(partition, None)
         if producer is not None:
             await producer.stop()
 

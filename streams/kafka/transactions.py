@@ -1,9 +1,12 @@
 """The transactions of one batch, fed while the engine is still deciding.
 
-Each task's transaction opens with the first record bound to it, records stream into it as the runtime hands
-them over, and it commits with the task's consumed offsets as soon as the runtime says the task's outputs are
-complete (or at the end of the batch), while later tasks are still being decided. A read_committed deployer
-sees each task's part of a batch at once; it reads the first tasks' decisions while the last are computed.
+Each task that consumed records opens its transaction before the engine runs, with the consumed offsets, so
+the offsets' round trips (AddOffsetsToTxn, TxnOffsetCommit) and adding the partitions its previous transaction
+wrote run while the engine decides; any other task's opens with the first record bound to it. Records stream in
+as the runtime hands them over, and a task commits as soon as the runtime says its outputs are complete (or at
+the end of the batch), while later tasks are still being decided: the commit waits only for the last records
+and EndTxn. A read_committed deployer sees each task's part of a batch at once; it reads the first tasks'
+decisions while the last are computed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from aiokafka.errors import IllegalOperation, KafkaError
 
 from engine.runtime import OutputRecord
 from streams.kafka.task_offsets import encode_task_offsets, task_offsets_key
-from streams.kafka.tasks import RecordSender, TaskProducers
+from streams.kafka.tasks import RecordSender, TaskProducers, add_partitions_early, retrieve_later
 from streams.metrics import OutputTally
 from topics.names import TopicRole
 
@@ -50,6 +53,8 @@ class _Open:
     sender: RecordSender
     transaction: AsyncExitStack
     tally: OutputTally = field(default_factory=OutputTally)
+    offsets_sent: asyncio.Future[None] | None = None
+    """The consumed offsets on their way into the transaction, once sent."""
 
 
 class TaskTransactions:
@@ -102,6 +107,17 @@ class TaskTransactions:
             except TRANSACTION_FAILURES as exc:
                 await self._abort(task, exc)
 
+    async def open(self, offsets: dict[int, Offsets]) -> None:
+        """Begin the transaction of each owned task that consumed records, and send its offsets into it at once
+        (called while the engine decides the batch)."""
+        for task in sorted(offsets.keys() & self._owned - self.failed):
+            try:
+                opened = await self._opened(task)
+                if opened is not None:
+                    await self._send_offsets(task, opened, offsets[task])
+            except TRANSACTION_FAILURES as exc:
+                await self._abort(task, exc)
+
     def finish(self, task: int, offsets: Offsets) -> None:
         """The task's outputs of this batch are all sent: commit them with `offsets` in the background, while
         the engine decides the next tasks. A record for the task after this opens a new transaction."""
@@ -113,9 +129,9 @@ class TaskTransactions:
         self._finishing[task] = asyncio.ensure_future(self._commit_task(task, opened, offsets))
 
     async def commit(self, offsets: dict[int, Offsets]) -> list[OutputTally]:
-        """Wait for the tasks committing in the background, then add each other task's offsets, wait for its
-        records and commit, task after task (committing them concurrently measured slower). Returns the tally
-        of the records of each committed transaction."""
+        """Wait for the tasks committing in the background, then commit each other task with its offsets (unless
+        `open` sent them), task after task (committing them concurrently measured slower). Returns the tally of
+        the records of each committed transaction."""
         committed: list[OutputTally | None] = []
         for task in sorted(self._finishing):
             committed.append(await self._finishing.pop(task))
@@ -128,18 +144,18 @@ class TaskTransactions:
         try:
             if opened is None:
                 opened = await self._begin(task)
-            if offsets:
-                await self._record_offsets(task, opened, offsets)
-            # records first: their AddPartitionsToTxn and produce request then overlap the offsets' round trips
+            if offsets and opened.offsets_sent is None:
+                await self._send_offsets(task, opened, offsets)
             await opened.sender.hand_over()
-            if offsets:
-                await opened.producer.send_offsets_to_transaction(offsets, self._group_id)
+            if opened.offsets_sent is not None:
+                await opened.offsets_sent
             await opened.sender.flush()
             await opened.transaction.aclose()
         except TRANSACTION_FAILURES as exc:
             await self._abort(task, exc, opened)
             return None
         self.committed.add(task)
+        self._tasks.written[task] = frozenset(opened.sender.partitions)
         return opened.tally
 
     async def _opened(self, task: int) -> _Open | None:
@@ -158,12 +174,16 @@ class TaskTransactions:
         producer = self._tasks.get(task)
         transaction = AsyncExitStack()
         await transaction.enter_async_context(producer.transaction())
+        add_partitions_early(producer, self._tasks.written.get(task, ()))
         return _Open(producer, RecordSender(producer, self._topic_of, self._task_of), transaction)
 
-    async def _record_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
-        """Write the transaction's offsets to the task's changelog partition too (see task_offsets.py)."""
+    async def _send_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
+        """Put the consumed offsets into the transaction: into the group's offsets (sent now, awaited at the
+        commit) and into the task's changelog partition, with its other records (see task_offsets.py)."""
         value = encode_task_offsets(offsets)
         await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task)
+        sending = opened.producer.send_offsets_to_transaction(offsets, self._group_id)
+        opened.offsets_sent = asyncio.ensure_future(sending)
 
     async def _abort(self, task: int, error: Exception, opened: _Open | None = None) -> None:
         """Abort the task's transaction (aiokafka leaves a fenced one alone) and remember the task."""
@@ -177,6 +197,8 @@ class TaskTransactions:
         if opened is None:
             return
         opened.sender.discard()
+        if opened.offsets_sent is not None:
+            retrieve_later(opened.offsets_sent)
         try:
             await opened.transaction.__aexit__(type(error), error, error.__traceback__)
         except TRANSACTION_FAILURES:

@@ -117,3 +117,62 @@ async def test_a_task_fenced_before_its_commit_fails_alone(world: KafkaWorld) ->
         seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
         assert _keys(seen) == {b"a1"}
         assert await _committed(world, topics.submissions, {1: 3}) == {1: 3}
+
+
+async def test_offsets_sent_before_the_records_count_only_once_the_task_commits(world: KafkaWorld) -> None:
+    settings, producers = await _started(world)
+    topics = settings.topics
+    consumed = {TopicPartition(topics.submissions, 0): 5}
+    try:
+        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await transactions.open({0: consumed})
+        await asyncio.sleep(1.0)  # AddOffsetsToTxn and TxnOffsetCommit are long over
+        assert await world.committed_offsets(topics.submissions) == {}, "pending until the transaction commits"
+        await transactions.send([_decision("a0")])
+        transactions.finish(0, consumed)
+        tallies = await transactions.commit({})
+        assert not transactions.failed
+        assert [sum(t.topics.values()) for t in tallies] == [1]
+        assert await _committed(world, topics.submissions, {0: 5}) == {0: 5}
+        assert producers.written[0] == {TopicPartition(topics.decisions, 0), TopicPartition(topics.changelog, 0)}
+    finally:
+        await producers.stop_all()
+
+
+async def test_partitions_added_early_but_not_written_still_commit(world: KafkaWorld) -> None:
+    settings, producers = await _started(world)
+    topics = settings.topics
+    try:
+        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await first.send([_decision("a0")])
+        await first.commit({})
+        assert producers.written[0] == {TopicPartition(topics.decisions, 0)}
+        # the next transaction adds decisions-0 at its start, then writes only offsets
+        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await second.open({0: {TopicPartition(topics.submissions, 0): 9}})
+        await second.commit({})
+        assert not second.failed and second.committed == {0}
+        assert await _committed(world, topics.submissions, {0: 9}) == {0: 9}
+        third = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await third.send([_decision("b0")])
+        await third.commit({})
+        seen = await world.collect(topics.decisions, lambda r: b"b0" in _keys(r))
+        assert sorted(r.key for r in seen if r.key is not None) == [b"a0", b"b0"]
+    finally:
+        await producers.stop_all()
+
+
+async def test_a_task_fenced_after_its_offsets_were_sent_commits_none_of_them(world: KafkaWorld) -> None:
+    async with _zombie_of_task_0(world) as (settings, transactions, zombie):
+        topics = settings.topics
+        await transactions.open(
+            {0: {TopicPartition(topics.submissions, 0): 7}, 1: {TopicPartition(topics.submissions, 1): 3}}
+        )
+        await transactions.send([_decision("a0"), _decision("a1")])
+        await zombie.start()  # bumps task 0's epoch while its transaction holds the offsets
+        tallies = await transactions.commit({})
+        assert transactions.failed == {0}
+        assert len(tallies) == 1, "task 1 alone committed"
+        seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
+        assert _keys(seen) == {b"a1"}
+        assert await _committed(world, topics.submissions, {1: 3}) == {1: 3}
