@@ -8,6 +8,10 @@ The changelog keeps a placement as two entries: the Placement as the subject's o
 writes only the decision. Every write of the Placement is followed by a decision entry in the same
 transaction, so the last decision entry of a placement always comes after its last Placement entry: a
 decision read before any Placement is an older one that a later entry replaces, and restore skips it.
+
+A decision entry lists its pages under `packedPages` (see `_packed`): a page's clusters as the prefix they
+share and the rest of each name, comma-separated, about a third of the bytes of the JSON list that entries
+written before it hold under `pages` (still read).
 """
 
 from __future__ import annotations
@@ -143,7 +147,9 @@ def _dump_decision(state: PlacementState) -> dict[str, Any]:
         "published": None
         if published is None
         else {
-            "pages": [(p.name, p.group_name, p.group_index, p.clusters) for p in published.pages],
+            "packedPages": [
+                (p.name, p.group_name, p.group_index, *_PACKED.get((p.clusters,), _packed)) for p in published.pages
+            ],
             "selected": published.selected,
             "conditions": [_DUMPED.get((c,), dump_model) for c in published.conditions],
             "warning": None if published.warning is None else list(published.warning),
@@ -152,6 +158,43 @@ def _dump_decision(state: PlacementState) -> dict[str, Any]:
         },
         "due": None if state.due is None else state.due.isoformat(),
     }
+
+
+_SEPARATOR = ","
+
+_PACKED: ByIdentity[tuple[str, str | tuple[str, ...]]] = ByIdentity()
+"""Packed page clusters by their (shared) tuple: placements repeating a spec mostly publish the same pages."""
+
+
+def _packed(clusters: tuple[str, ...]) -> tuple[str, str | tuple[str, ...]]:
+    """(prefix, rest): the prefix every name shares and the rest of each name joined by commas, or (`""`, the
+    names) when a name holds a comma or there is none, which a join cannot tell apart."""
+    if not clusters:
+        return "", clusters
+    first, last = min(clusters), max(clusters)  # every name shares what these two share
+    cut, most = 0, min(len(first), len(last))
+    while cut < most and first[cut] == last[cut]:
+        cut += 1
+    prefix = first[:cut]
+    rest = _SEPARATOR.join([name[cut:] for name in clusters])
+    if rest.count(_SEPARATOR) != len(clusters) - 1:
+        return "", clusters
+    return prefix, rest
+
+
+def _unpack(prefix: Any, rest: Any) -> tuple[str, ...]:
+    """Inverse of `_packed`; TypeError when the entry holds anything else."""
+    if isinstance(prefix, str) and isinstance(rest, str):
+        return _unpacked(prefix, rest)
+    if not isinstance(prefix, str) or not isinstance(rest, list) or not all(isinstance(name, str) for name in rest):
+        raise TypeError(f"packed page clusters must be a string and a string or a list of them, not {rest!r}")
+    return tuple([sys.intern(prefix + name) for name in rest])
+
+
+@lru_cache(maxsize=1024)
+def _unpacked(prefix: str, rest: str) -> tuple[str, ...]:
+    """A restore reads the same pages many times (placements repeating a spec mostly publish the same ones)."""
+    return tuple([sys.intern(prefix + name) for name in rest.split(_SEPARATOR)])
 
 
 _DUMPED: ByIdentity[dict[str, Any]] = ByIdentity(256)
@@ -213,7 +256,7 @@ def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | N
         return None
     with _readable():
         body = raw["published"]
-        return frozenset() if body is None else _decided(_load_pages(body["pages"]))
+        return frozenset() if body is None else _decided(_body_pages(body))
 
 
 def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
@@ -254,7 +297,7 @@ def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime |
         evaluated = _time(body["evaluationTime"])
         assert evaluated is not None
         published = Published(
-            pages=_load_pages(body["pages"]),
+            pages=_body_pages(body),
             selected=int(body["selected"]),
             conditions=tuple(_load_condition(c) for c in body["conditions"]),
             warning=None if warning is None else (str(warning[0]), str(warning[1])),
@@ -268,6 +311,14 @@ def _load_condition(raw: Any) -> Condition:
     """A condition entry, validated once per distinct entry (placements mostly hold the same few). Not also
     put in the pool of computed conditions (`shared_condition`): see topics/interning.py."""
     return validated_once(_loaded_conditions, raw, Condition.model_validate)
+
+
+def _body_pages(body: Mapping[str, Any]) -> tuple[Page, ...]:
+    """A decision's pages, packed (`packedPages`) or as entries before packing wrote them (`pages`)."""
+    packed = body.get("packedPages")
+    if packed is None:
+        return _load_pages(body["pages"])
+    return tuple(Page(str(n), str(g), int(i), _unpack(prefix, rest)) for n, g, i, prefix, rest in packed)
 
 
 def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:

@@ -15,6 +15,7 @@ from engine.cluster.tracking.state import (
     PlacementState,
     dump_placement_state,
     load_placement_part,
+    peer_decided,
     placement_state_changes,
 )
 from engine.errors import InvalidStateError
@@ -264,3 +265,84 @@ def test_cluster_placement_entry_is_the_model_dump_whatever_shares_its_spec(raw:
         placement = Placement.model_validate({**raw, "metadata": {**raw["metadata"], "name": name}})
         entry = dump_placement_state(PlacementState(placement))["placement"]
         assert orjson.dumps(entry) == orjson.dumps(dump_model(placement))
+
+
+_CONDITIONS = (
+    '[{"type":"PlacementMisconfigured","status":"False","reason":"Succeedconfigured","message":"Placement '
+    'configurations check pass","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"PlacementSatisfied",'
+    '"status":"True","reason":"AllDecisionsScheduled","message":"All cluster decisions scheduled",'
+    '"lastTransitionTime":"2026-01-01T00:00:00Z"}]'
+)
+_OLD_DECISION = (
+    b'{"kind":"Placement","v":1,"state":{"published":{"pages":[["web-decision-1","",0,["c1","c3"]]],"selected":2,'
+    b'"conditions":' + _CONDITIONS.encode() + b',"warning":null,"generation":1,"evaluationTime":'
+    b'"2026-01-01T00:00:01+00:00"},"due":"2026-01-01T00:10:01+00:00"}}'
+)
+"""A decision entry as written before pages were packed, after the `re-decided` step's taint."""
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [_OLD_DECISION, _OLD_DECISION.replace(b'"pages"', b'"packedPages"').replace(b'["c1","c3"]', b'"c","1,3"')],
+    ids=["pages-as-written-before", "packed"],
+)
+def test_decision_entries_of_either_format_restore_the_same_state(runtime: Runtime, entry: bytes) -> None:
+    log = _changelog(runtime.process([_placement()], T0))
+    log += _changelog(runtime.process([_taint("c2", "NoSelect")], T0 + timedelta(seconds=1)))
+    written = log[-1]
+    assert written.key == DECISION_KEY.encode() and written.value is not None
+    assert orjson.loads(written.value)["state"]["published"]["packedPages"] == [["web-decision-1", "", 0, "c", "1,3"]]
+    old = OutputRecord(TopicRole.CHANGELOG, DECISION_KEY.encode(), entry, subject=KEY)
+    assert _restored([log[0], old]) == _restored([log[0], written]) == {KEY: runtime.states[KEY]}
+
+
+@pytest.mark.parametrize(
+    ("clusters", "packed"),
+    [
+        ((), ["", []]),
+        (("c1",), ["c1", ""]),
+        (("cluster-0002", "cluster-0006", "cluster-0010"), ["cluster-00", "02,06,10"]),
+        (("ab", "abc", "abd"), ["ab", ",c,d"]),  # a name that is the whole prefix
+        (("x", "y"), ["", "x,y"]),
+        (("a,b", "c,d"), ["", ["a,b", "c,d"]]),  # a comma after the prefix: the names as they are
+        (("a,b", "a,c"), ["a,", "b,c"]),  # in the prefix a comma does no harm
+        (("", "b"), ["", ",b"]),
+        (("zoné-1", "zoné-2"), ["zoné-", "1,2"]),
+    ],
+    ids=[
+        "empty",
+        "one",
+        "numbered",
+        "prefix-is-a-name",
+        "no-prefix",
+        "comma",
+        "comma-in-prefix",
+        "empty-name",
+        "non-ascii",
+    ],
+)
+def test_packed_pages_restore_their_clusters(runtime: Runtime, clusters: tuple[str, ...], packed: list[Any]) -> None:
+    runtime.process([_placement()], T0)
+    state = runtime.states[KEY]
+    assert isinstance(state, PlacementState) and state.published is not None
+    page = replace(state.published.pages[0], clusters=clusters)
+    published = replace(state.published, pages=(page,))
+    decision = placement_state_changes(state, replace(state, published=published))[-1][1]
+    raw = orjson.loads(orjson.dumps(decision))
+    assert raw["published"]["packedPages"] == [[page.name, page.group_name, page.group_index, *packed]]
+    loaded = load_placement_part(state, DECISION_PART, raw)
+    assert loaded is not None and loaded.published is not None
+    assert loaded.published.pages == (page,) and loaded.current() == frozenset(clusters)
+    assert peer_decided(DECISION_PART, raw) == frozenset(clusters)
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [[["p", "", 0, 1, "a"]], [["p", "", 0, "c", 7]], [["p", "", 0, "c", [1]]], [["p", "", 0, "c"]]],
+    ids=["prefix-not-a-string", "rest-not-a-string", "not-string-names", "no-rest"],
+)
+def test_unreadable_packed_pages_are_refused(runtime: Runtime, packed: list[Any]) -> None:
+    runtime.process([_placement()], T0)
+    raw = {"published": {"packedPages": packed, "selected": 1, "conditions": [], "evaluationTime": "2026-01-01"}}
+    with pytest.raises(InvalidStateError):
+        load_placement_part(runtime.states[KEY], DECISION_PART, raw)
