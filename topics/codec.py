@@ -62,10 +62,13 @@ def loads(raw: bytes | str) -> Any:
     return orjson.loads(raw)
 
 
-def dump_model(model: BaseModel, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def dump_model(model: BaseModel, given: Mapping[str, Any] | None = None, *, serialised: bool = False) -> dict[str, Any]:
     """A model as wire JSON: camelCase aliases, no nulls; plain-JSON fields of event data as they are. `given`:
     the JSON of some fields (by field name) that the caller already has, e.g. of a spec many models share; it
-    takes the field's place as model_dump orders it (declared fields, then unknown ones)."""
+    takes the field's place as model_dump orders it (declared fields, then unknown ones). `serialised`: the
+    result is only passed to `dumps`, so plain-JSON fields may hold parts already serialised
+    (`EventData.json_field`)."""
+    wire = model.json_field if serialised and isinstance(model, EventData) else None
     raw_fields = model.JSON_FIELDS if isinstance(model, EventData) else frozenset()
     if not raw_fields and not given:
         return model.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -79,7 +82,7 @@ def dump_model(model: BaseModel, given: Mapping[str, Any] | None = None) -> dict
         elif name in raw_fields:
             value = getattr(model, name)
             if value is not None:
-                out[alias] = value
+                out[alias] = value if wire is None else wire(name, value)
         elif alias in rest:
             out[alias] = rest[alias]
     out.update((key, value) for key, value in rest.items() if key not in out)  # unknown fields, after the rest
@@ -179,6 +182,6 @@ def encode_event(
         "subject": subject,
         "partitionkey": subject,
         "datacontenttype": "application/json",
-        "data": None if data is None else dump_model(data),
+        "data": None if data is None else dump_model(data, serialised=True),
     }
     return orjson.dumps(envelope)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
+import orjson
 from pydantic import (
     Field,
     StrictInt,
@@ -32,6 +33,7 @@ __all__ = [
     "ClusterDecision",
     "ClusterPredicate",
     "ClusterSelector",
+    "DecisionEntries",
     "DecisionGroup",
     "DecisionGroupStatus",
     "DecisionStrategy",
@@ -190,6 +192,21 @@ class ClusterDecision(TypedDict):
     reason: str
 
 
+class DecisionEntries(list[ClusterDecision]):
+    """A page's entries as the engine shares them between the placements publishing that page: nothing changes
+    them once made, so their JSON is made once and the codec writes it as it is (`PlacementDecided.json_field`)."""
+
+    __slots__ = ("_json",)
+
+    def json(self) -> orjson.Fragment:
+        """`{"decisions": <these entries>}` as JSON, made at the first call."""
+        try:
+            return self._json
+        except AttributeError:
+            self._json: orjson.Fragment = orjson.Fragment(orjson.dumps({"decisions": self}))
+            return self._json
+
+
 class PageMetadata(TypedDict):
     """Name, namespace and the three upstream labels of a page."""
 
@@ -275,6 +292,20 @@ class PlacementDecided(EventData):
             for g in groups
         ]
         return {**data, "decisionGroups": renamed}
+
+    def json_field(self, name: str, value: Any) -> Any:
+        """Pages whose entries are shared `DecisionEntries` get their status as the entries' JSON, made once."""
+        if name != "placement_decisions":
+            return value
+        return [_wire_page(page) for page in value]
+
+
+def _wire_page(page: PlacementDecisionPage) -> Any:
+    status = page["status"]
+    decisions = status["decisions"]
+    if type(decisions) is not DecisionEntries or len(status) != 1:
+        return page
+    return {**page, "status": decisions.json()}
 
 
 _OLD_COUNT = "clustersCount"

@@ -12,7 +12,7 @@ from topics.codec import decode_event, dump_model, encode_event
 from topics.errors import DecodeError, SchemaError, UnknownEventTypeError
 from topics.events import EVENT_KINDS, parse_type
 from topics.names import TOPIC_SPECS, TopicRole
-from topics.placement import Placement, PlacementDecided
+from topics.placement import ClusterDecision, DecisionEntries, Placement, PlacementDecided
 from topics.queue import ApplicationPlaced, ApplicationSubmitted
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -114,6 +114,40 @@ def test_plain_json_fields_are_written_exactly_as_pydantic_would(data: dict[str,
     assert orjson.dumps(dump_model(model)) == expected
     raw = encode_event(kind_name="placement.decided", data=model, subject="Placement/ns/p", event_id="e", time=NOW)
     assert decode_event(raw, TopicRole.DECISIONS).data == model
+
+
+def _shared(entries: list[dict[str, str]]) -> DecisionEntries:
+    return DecisionEntries([ClusterDecision(clusterName=e["clusterName"], reason=e["reason"]) for e in entries])
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        [{**_PAGE, "status": {"decisions": _shared(_PAGE["status"]["decisions"])}}],
+        [{**_PAGE, "status": {"decisions": _shared([])}}],
+        [
+            {**_PAGE, "status": {"decisions": _shared([{"clusterName": 'c"\\é', "reason": ""}])}},
+            _PAGE,  # plain lists beside shared ones
+            {**_PAGE, "status": {"decisions": _shared([]), "extra": 1}},  # more than decisions: written as it is
+        ],
+    ],
+    ids=["shared", "empty", "mixed"],
+)
+def test_shared_decision_entries_are_written_as_plain_lists_would_be(pages: list[dict[str, object]]) -> None:
+    """Entries the engine shares (DecisionEntries) are serialised once, to the bytes plain lists give."""
+    model = PlacementDecided.model_construct(namespace="ns", name="p", placement_decisions=pages, deleted=False)
+    plain = PlacementDecided.model_construct(
+        namespace="ns", name="p", placement_decisions=orjson.loads(orjson.dumps(pages)), deleted=False
+    )
+
+    def encoded(data: PlacementDecided) -> bytes:
+        return encode_event(kind_name="placement.decided", data=data, subject="Placement/ns/p", event_id="e", time=NOW)
+
+    assert encoded(model) == encoded(model) == encoded(plain)
+    assert orjson.dumps(dump_model(model)) == orjson.dumps(dump_model(plain))
+    assert dump_model(model)["placementDecisions"] == plain.placement_decisions  # plain JSON unless serialised
+    shared = [p["status"]["decisions"] for p in pages if isinstance(p["status"]["decisions"], DecisionEntries)]
+    assert all(entries.json() is entries.json() for entries in shared)  # made once
 
 
 def test_encode_refuses_data_of_another_type() -> None:

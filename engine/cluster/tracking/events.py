@@ -11,6 +11,7 @@ from engine.cluster.tracking.state import Published
 from topics.interning import ByIdentity
 from topics.placement import (
     ClusterDecision,
+    DecisionEntries,
     DecisionGroupStatus,
     PlacementDecided,
     PlacementDecisionPage,
@@ -76,13 +77,14 @@ class _Decisions(dict[str, ClusterDecision]):
 
 _DECISIONS = _Decisions()
 
-_LISTS: ByIdentity[list[ClusterDecision]] = ByIdentity()
+_LISTS: ByIdentity[DecisionEntries] = ByIdentity()
 """Page entries by a page's cluster tuple: published pages are shared (`Published`) and the placements repeating
-a spec mostly publish the same ones, hundreds of clusters each. The lists are only serialised, never changed."""
+a spec mostly publish the same ones, hundreds of clusters each. The lists are only serialised, never changed,
+and each is serialised once (`DecisionEntries`)."""
 
 
-def _entries(clusters: tuple[str, ...]) -> list[ClusterDecision]:
-    return list(map(_DECISIONS.__getitem__, clusters))
+def _entries(clusters: tuple[str, ...]) -> DecisionEntries:
+    return DecisionEntries(map(_DECISIONS.__getitem__, clusters))
 
 
 def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
