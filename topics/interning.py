@@ -10,7 +10,6 @@ only: two pools holding the same object would each keep it for the other, for ev
 
 from __future__ import annotations
 
-import operator
 import sys
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -95,7 +94,7 @@ class ByIdentity(Generic[T]):
         """`make(*objects)`, or what it gave when last asked about these very objects."""
         key = tuple(map(id, objects))
         memo = self._memo.get(key)
-        if memo is not None and all(map(operator.is_, memo[0], objects)):
+        if memo is not None:  # its entry holds the objects with these ids: no other live object has them
             return memo[1]
         if len(self._memo) >= self._limit:
             self._memo.clear()
