@@ -303,9 +303,12 @@ def test_decision_entries_of_either_format_restore_the_same_state(runtime: Runti
         (("c1",), ["c1", ""]),
         (("cluster-0002", "cluster-0006", "cluster-0010"), ["cluster-00", "02,06,10"]),
         (("ab", "abc", "abd"), ["ab", ",c,d"]),  # a name that is the whole prefix
+        (("ab-ab", "ab-cd", "ab-ab-ab"), ["ab-", "ab,cd,ab-ab"]),  # the prefix again within names
+        (("xa", "b", "xb"), ["", "xa,b,xb"]),  # not in name order: the ends share more than the names
         (("x", "y"), ["", "x,y"]),
-        (("a,b", "c,d"), ["", ["a,b", "c,d"]]),  # a comma after the prefix: the names as they are
-        (("a,b", "a,c"), ["a,", "b,c"]),  # in the prefix a comma does no harm
+        (("a,b", "c,d"), ["", ["a,b", "c,d"]]),  # a comma in a name: the names as they are
+        (("a,b", "a,c"), ["", ["a,b", "a,c"]]),  # in the prefix too
+        (("ab", "ab,ab"), ["", ["ab", "ab,ab"]]),
         (("", "b"), ["", ",b"]),
         (("zoné-1", "zoné-2"), ["zoné-", "1,2"]),
     ],
@@ -314,9 +317,12 @@ def test_decision_entries_of_either_format_restore_the_same_state(runtime: Runti
         "one",
         "numbered",
         "prefix-is-a-name",
+        "prefix-within-names",
+        "not-in-name-order",
         "no-prefix",
         "comma",
         "comma-in-prefix",
+        "comma-then-prefix",
         "empty-name",
         "non-ascii",
     ],
