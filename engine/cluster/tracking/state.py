@@ -16,6 +16,7 @@ written before it hold under `pages` (still read).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -176,19 +177,10 @@ def _packed(clusters: tuple[str, ...]) -> tuple[str, str | tuple[str, ...]]:
     joined = _SEPARATOR.join(clusters)
     if joined.count(_SEPARATOR) != len(clusters) - 1:
         return "", clusters
-    prefix = _shared_prefix(clusters[0], clusters[-1])  # in name order, as pages are, the ends share the least
+    # character by character, as wanted here (names, not paths); of the least and greatest name, so of all
+    prefix = os.path.commonprefix(clusters)  # noqa: RUF071
     rest = joined.replace(_SEPARATOR + prefix, _SEPARATOR)  # every comma is a separator followed by a name
-    if len(rest) != len(joined) - len(prefix) * (len(clusters) - 1):  # not in name order: some name lacks it
-        prefix = _shared_prefix(min(clusters), max(clusters))
-        rest = joined.replace(_SEPARATOR + prefix, _SEPARATOR)
     return prefix, rest[len(prefix) :]
-
-
-def _shared_prefix(first: str, last: str) -> str:
-    cut, most = 0, min(len(first), len(last))
-    while cut < most and first[cut] == last[cut]:
-        cut += 1
-    return first[:cut]
 
 
 def _unpack(prefix: Any, rest: Any) -> tuple[str, ...]:
