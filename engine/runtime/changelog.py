@@ -31,10 +31,12 @@ class ChangelogMemory:
         self._digests: dict[str, bytes] = {}
         self._written: dict[str, Any] = {}
 
-    def restored(self, key: str, part: str, value: bytes | None, state: Any) -> None:
-        """A changelog entry was loaded: it is what the changelog holds."""
+    def restored(self, key: str, state: Any, own_entry: tuple[bytes | None] | None) -> None:
+        """Changelog entries were loaded: `state` is what the changelog holds, and `own_entry` (a 1-tuple) the value
+        of the subject's own entry when one of them was that."""
         self._remember(key, state)
-        if not part:
+        if own_entry is not None:
+            value = own_entry[0]
             self._set_digest(key, None if value is None else _digest(value))
 
     def forget(self, key: str) -> None:

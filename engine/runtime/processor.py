@@ -12,6 +12,7 @@ task is decided.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -180,6 +181,10 @@ class Runtime:
     def restore(self, record_key: str, value: bytes | None) -> None:
         """Load one changelog entry (`Subjects.restore`)."""
         self.subjects.restore(record_key, value)
+
+    def restoring(self) -> AbstractContextManager[Callable[[str, bytes | None], None]]:
+        """A loader of many changelog entries, each subject's state set on leaving (`Subjects.restoring`)."""
+        return self.subjects.restoring()
 
     def observe_peer(self, record_key: str, value: bytes | None) -> None:
         """Follow a changelog entry of a subject another instance owns (`Subjects.observe_peer`)."""

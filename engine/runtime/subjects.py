@@ -8,7 +8,9 @@ changelog and handing subjects over in a rebalance live here too, as they change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -36,6 +38,16 @@ from topics.codec import loads
 from topics.errors import Stage, stage_of
 
 __all__ = ["Subjects"]
+
+
+@dataclass
+class _Loaded:
+    """A subject a restore has loaded entries of: its engine, its state so far and its own entry's value, a
+    1-tuple once one was read (None is a tombstone's value)."""
+
+    engine: SubjectEngine[Any]
+    state: Any
+    own_entry: tuple[bytes | None] | None = None
 
 
 class Subjects:
@@ -122,19 +134,46 @@ class Subjects:
         Raises:
             InvalidStateError: the key names no subject or the value cannot be read.
         """
-        with reading_entry(record_key):
-            key, part = split_changelog_key(record_key)
-            engine = self.engine_for(key)
-            raw = None if value is None else loads(value)["state"]
-            parted = self.parted.get(engine.KIND)
-            if parted is not None:
-                state = parted.load_part(self.states.get(key), part, raw)
-            elif part:
-                raise InvalidStateError(f"the {engine.KIND} engine keeps no state parts")
+        with self.restoring() as load:
+            load(record_key, value)
+
+    @contextmanager
+    def restoring(self) -> Iterator[Callable[[str, bytes | None], None]]:
+        """A loader of changelog entries, as `restore` loads one, that sets each subject's state once, on leaving:
+        a restore reads a Placement's entry and then its decision's, and keeping the engine's indexes in step
+        with the state between the two is work thrown away. An entry the loader refuses (InvalidStateError)
+        leaves the subject as the entries before it made it."""
+        loaded: dict[str, _Loaded] = {}
+
+        def load(record_key: str, value: bytes | None) -> None:
+            with reading_entry(record_key):
+                key, part = split_changelog_key(record_key)
+                engine = self.engine_for(key)
+                held = loaded.get(key)
+                state = self._load(engine, self.states.get(key) if held is None else held.state, part, value)
+            if held is None:
+                loaded[key] = _Loaded(engine, state)
             else:
-                state = None if raw is None else engine.load_state(raw)
-        self.set(engine, key, state)
-        self.changelog.restored(key, part, value, state)
+                held.state = state
+            if not part:
+                loaded[key].own_entry = (value,)
+
+        try:
+            yield load
+        finally:
+            for key, held in loaded.items():
+                self.set(held.engine, key, held.state)
+                self.changelog.restored(key, held.state, held.own_entry)
+
+    def _load(self, engine: SubjectEngine[Any], state: Any, part: str, value: bytes | None) -> Any:
+        """The subject's state with one changelog entry applied."""
+        raw = None if value is None else loads(value)["state"]
+        parted = self.parted.get(engine.KIND)
+        if parted is not None:
+            return parted.load_part(state, part, raw)
+        if part:
+            raise InvalidStateError(f"the {engine.KIND} engine keeps no state parts")
+        return None if raw is None else engine.load_state(raw)
 
     def observe_peer(self, record_key: str, value: bytes | None) -> None:
         """Follow one changelog entry of a subject another instance owns, for engines whose decisions read such

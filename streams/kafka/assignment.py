@@ -145,7 +145,8 @@ class TaskOwnership:
         recorded: dict[TopicPartition, int] = {}
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
-        await read_to_end(self._restorer, [changelog], changelog_sink(runtime.restore, "changelog entry", recorded))
+        with runtime.restoring() as restore:
+            await read_to_end(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
         self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         for topic in self._subject_topics:
             tp = TopicPartition(topic, partition)
