@@ -2,7 +2,8 @@
 
 A rebalance can run between the poll and the batch (aiokafka calls the listener from its coordinator task); the
 batch lock keeps them apart, and the assignment generation tells the loop to leave what it polled meanwhile
-unprocessed. Due timers shorten the poll; restored tasks are re-decided once the inventory is read to its end.
+unprocessed. Due timers shorten the poll; restored tasks are re-decided once the inventory is read to its end, a
+slice per turn (`stale.py`).
 """
 
 from __future__ import annotations
@@ -75,12 +76,14 @@ class ProcessingLoop:
         while not self._stopping.is_set():
             wait_ms = kafka.poll_timeout_ms
             due = runtime.next_timer()
-            if due is not None:
+            if ownership.stale and self._health.broker_reachable:  # the next slice waits only for the inventory
+                wait_ms = 0
+            elif due is not None:
                 wait_ms = max(0, min(wait_ms, int((due - utcnow()).total_seconds() * 1000) + 1))
             self._health.progressed()
             generation = ownership.generation
             subjects = await consumer.getmany(timeout_ms=wait_ms, max_records=kafka.max_batch_records)
-            stale = set(ownership.stale)
+            stale = ownership.stale.tasks()  # restored before the inventory is read to its end below
             inventory: list[ConsumerRecord[bytes, bytes]] = []
             try:
                 polled = any(subjects.values())
@@ -128,10 +131,9 @@ class ProcessingLoop:
                 owned = self._tasks.owned
                 peers.apply(from_peers, owned)
                 await batches.handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
-                if stale:
-                    if generation == ownership.generation:  # else a task may have been restored again meanwhile
-                        ownership.stale -= stale
-                    keys = [key for task in sorted(stale & owned) for key in ownership.keys_of(task)]
+                if stale and generation == ownership.generation:  # else a task may have been restored again
+                    ownership.stale.keep(owned)
+                    keys = ownership.stale.take(stale, kafka.max_batch_records, ownership.keys_of)
                     await batches.publish(runtime.redecide_chunks(keys, utcnow()), {})
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self._settings.queue_config_poll_seconds

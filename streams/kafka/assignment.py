@@ -18,6 +18,7 @@ from engine.runtime import Runtime
 from streams.health import Health
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.retry import kafka_retrying
+from streams.kafka.stale import StaleTasks
 from streams.kafka.tables import changelog_sink, read_to_end, seek_to_start
 from streams.kafka.tasks import ProducersClosedError, TaskProducers
 from streams.metrics import Metrics
@@ -67,8 +68,8 @@ class TaskOwnership:
         """Task partitions owned now, each restored."""
         self.generation = 0
         """Assignments taken so far: the loop does not process what it polled while one was taken."""
-        self.stale: set[int] = set()
-        """Tasks restored but not yet re-decided on inventory read to its end (the loop does it)."""
+        self.stale = StaleTasks()
+        """Tasks restored but not yet re-decided on inventory read to its end (the loop does it, in slices)."""
         self.positioned: dict[TopicPartition, int] = {}
         """Where the last assignment put each subject partition's consumer."""
 
@@ -90,7 +91,7 @@ class TaskOwnership:
         self._metrics.rebalances.inc()
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         self.assigned &= wanted
-        self.stale &= wanted
+        self.stale.keep(wanted)
         for partition in sorted(self._tasks.owned - wanted):
             self._runtime.forget(self.keys_of(partition))
             await self._tasks.stop(partition)
