@@ -18,7 +18,7 @@ __all__ = ["StaleTasks"]
 
 
 class StaleTasks:
-    """The restored tasks and, once a task's turn has come, the keys of its still to be re-decided."""
+    """The restored tasks and, once a task's turn has come, its keys still to be re-decided."""
 
     def __init__(self) -> None:
         self._keys: dict[int, list[str] | None] = {}
@@ -32,7 +32,7 @@ class StaleTasks:
         return frozenset(self._keys)
 
     def add(self, task: int) -> None:
-        """The task was (re)stored: all of its subjects are to be re-decided, those of an earlier restore too."""
+        """The task was restored (again): every subject it holds is to be re-decided, whatever was taken before."""
         self._keys[task] = None
 
     def keep(self, tasks: Iterable[int]) -> None:
