@@ -15,6 +15,8 @@ from topics.names import TopicRole
 __all__ = ["LATENCY_BUCKETS", "Metrics", "OutputTally"]
 
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0)
+RESTORE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+"""A task's restore: milliseconds when it holds a few subjects, seconds for tens of thousands of Placements."""
 
 
 @dataclass
@@ -81,7 +83,19 @@ class Metrics:
             ["topic", "partition"],
             registry=r,
         )
-        self.restore_seconds = Gauge("placement_restore_seconds", "Duration of the last restore", ["table"], registry=r)
+        self.restore_seconds = Gauge(
+            "placement_restore_seconds",
+            "Duration of the last restore: the inventory tables at start, the peers' changelog, and the changelog of"
+            " every task the last assignment took (of the one task, when a task is restored after an abort)",
+            ["table"],
+            registry=r,
+        )
+        self.task_restore = Histogram(
+            "placement_task_restore_seconds",
+            "Time to read one task's changelog partition to its end and restore its subjects",
+            buckets=RESTORE_BUCKETS,
+            registry=r,
+        )
         self.ready = Gauge("placement_ready", "1 when the service is ready", registry=r)
         self.subjects = Gauge("placement_subjects", "Subjects owned by this instance", registry=r)
         self.incidents = Counter(

@@ -102,11 +102,16 @@ class TaskOwnership:
         count = await self._peers.follow(wanted)
         self._metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
         log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
+        started, taken = time.perf_counter(), 0
         for partition in sorted(self._tasks.owned & wanted):
             if await self._resume_kept(partition):
                 await self.take_task(partition)  # another instance had it meanwhile: its state is newer
+                taken += 1
         for partition in sorted(wanted - self._tasks.owned):
             await self.take_task(partition)
+            taken += 1
+        if taken:  # the restore of the whole assignment, fencing included (each task's alone: task_restore)
+            self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         self._runtime.dead_letter_inventory = 0 in wanted
         self.assigned = frozenset(wanted)
         self._health.started = True  # the tables were caught up before the group was joined
@@ -148,7 +153,9 @@ class TaskOwnership:
         self._restorer.assign([changelog])
         with runtime.restoring() as restore:
             await read_to_end(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
-        self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        self._metrics.task_restore.observe(took)
+        self._metrics.restore_seconds.labels("changelog").set(took)  # the assignment's total replaces it
         for topic in self._subject_topics:
             tp = TopicPartition(topic, partition)
             committed = await consumer.committed(tp)

@@ -62,6 +62,11 @@ async def test_restored_subjects_are_redecided_in_slices_between_batches(world: 
     async with running(settings) as processor:
         runtime = processor.runtime
         assert runtime is not None
+        sample = processor.metrics.registry.get_sample_value
+        # each task's restore observed, and the gauge covers the whole assignment, not the last task alone
+        assert sample("placement_task_restore_seconds_count") == world.partitions
+        restored = sample("placement_task_restore_seconds_sum")
+        assert restored is not None and 0 < restored <= sample("placement_restore_seconds", {"table": "changelog"})
 
         def redecided() -> int:
             return sum(runtime.states[f"Placement/apps/{n}"].published.decided == {"c1", "c2"} for n in names)
