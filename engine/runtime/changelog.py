@@ -31,13 +31,13 @@ class ChangelogMemory:
         self._digests: dict[str, bytes] = {}
         self._written: dict[str, Any] = {}
 
-    def restored(self, key: str, state: Any, own_entry: tuple[bytes | None] | None) -> None:
-        """Changelog entries were loaded: `state` is what the changelog holds, and `own_entry` (a 1-tuple) the value
-        of the subject's own entry when one of them was that."""
+    def restored_entry(self, key: str, value: bytes | None) -> None:
+        """The subject's own entry was loaded: these are the bytes the changelog holds for it."""
+        self._set_digest(key, None if value is None else _digest(value))
+
+    def restored(self, key: str, state: Any) -> None:
+        """The subject's entries were loaded: `state` is what the changelog holds."""
         self._remember(key, state)
-        if own_entry is not None:
-            value = own_entry[0]
-            self._set_digest(key, None if value is None else _digest(value))
 
     def forget(self, key: str) -> None:
         """The subject is no longer owned here."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -38,16 +37,6 @@ from topics.codec import loads
 from topics.errors import Stage, stage_of
 
 __all__ = ["Subjects"]
-
-
-@dataclass
-class _Loaded:
-    """A subject a restore has loaded entries of: its engine, its state so far and its own entry's value, a
-    1-tuple once one was read (None is a tombstone's value)."""
-
-    engine: SubjectEngine[Any]
-    state: Any
-    own_entry: tuple[bytes | None] | None = None
 
 
 class Subjects:
@@ -143,27 +132,23 @@ class Subjects:
         a restore reads a Placement's entry and then its decision's, and keeping the engine's indexes in step
         with the state between the two is work thrown away. An entry the loader refuses (InvalidStateError)
         leaves the subject as the entries before it made it."""
-        loaded: dict[str, _Loaded] = {}
+        loaded: dict[str, tuple[SubjectEngine[Any], Any]] = {}  # key -> engine, state so far
 
         def load(record_key: str, value: bytes | None) -> None:
             with reading_entry(record_key):
                 key, part = split_changelog_key(record_key)
                 engine = self.engine_for(key)
                 held = loaded.get(key)
-                state = self._load(engine, self.states.get(key) if held is None else held.state, part, value)
-            if held is None:
-                loaded[key] = _Loaded(engine, state)
-            else:
-                held.state = state
+                loaded[key] = engine, self._load(engine, self.states.get(key) if held is None else held[1], part, value)
             if not part:
-                loaded[key].own_entry = (value,)
+                self.changelog.restored_entry(key, value)
 
         try:
             yield load
         finally:
-            for key, held in loaded.items():
-                self.set(held.engine, key, held.state)
-                self.changelog.restored(key, held.state, held.own_entry)
+            for key, (engine, state) in loaded.items():
+                self.set(engine, key, state)
+                self.changelog.restored(key, state)
 
     def _load(self, engine: SubjectEngine[Any], state: Any, part: str, value: bytes | None) -> Any:
         """The subject's state with one changelog entry applied."""
