@@ -1,19 +1,20 @@
 """Publishing one batch: the runtime's hand-overs go into the tasks' transactions as they come, each task
 commits with its consumed offsets, and what no task owns goes out on the loose producer.
 
-The runtime runs in a worker thread while the event loop sends what it has handed over, so the loop keeps
-heartbeating to the group and answering the health probes however long a batch takes.
+The runtime runs in a worker thread (streams/engine_thread.py) while the event loop sends what it has handed
+over, so the loop keeps heartbeating to the group and answering the health probes however long a batch takes.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable
 
 from aiokafka import AIOKafkaProducer, TopicPartition
 
 from engine.runtime import Handover, Runtime
+from streams.engine_thread import EngineThread
 from streams.health import Health
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.tasks import TaskProducers, send_records
@@ -39,6 +40,7 @@ class Publisher:
         metrics: Metrics,
         health: Health,
         guard: PoisonGuard,
+        engine: EngineThread,
     ) -> None:
         self._tasks = tasks
         self._topic_of = topic_of
@@ -47,6 +49,7 @@ class Publisher:
         self._metrics = metrics
         self._health = health
         self._guard = guard
+        self._engine = engine
         self.loose: AIOKafkaProducer | None = None
         """The non-transactional producer, once started."""
         self.committed: dict[TopicPartition, int] = {}
@@ -65,18 +68,19 @@ class Publisher:
         handed = iter(chunks)
         engine = sending = 0.0
         handed_over = 0
-        coming = asyncio.ensure_future(asyncio.to_thread(next, handed, None))
+        take = functools.partial(next, handed, None)
+        coming = self._engine.start(take)
         await transactions.open(offsets)
         while True:
             started = time.perf_counter()
-            chunk = await coming
+            chunk = await self._engine.result(coming)
             handed_at = time.perf_counter()
             engine += handed_at - started
             if chunk is None:
                 break
             # the engine decides the next hand-over while this one is sent: a full partition's batch waits for
             # its predecessor's produce request, and the engine need not wait with it
-            coming = asyncio.ensure_future(asyncio.to_thread(next, handed, None))
+            coming = self._engine.start(take)
             handed_over += 1
             self._health.progressed()
             await transactions.send(chunk.records)

@@ -21,6 +21,7 @@ from engine.core import SubjectEngine
 from engine.registry import build_engines
 from engine.runtime import Runtime
 from streams.batches import BatchHandler, Progress, input_records, utcnow
+from streams.engine_thread import EngineThread
 from streams.health import Health
 from streams.http import HealthServer
 from streams.kafka.admin import setup_topics
@@ -73,6 +74,7 @@ class Processor:
         self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
         kafka = settings.kafka
         self._tasks = TaskProducers(kafka)
+        self._engine_thread = EngineThread(settings.engine_wait_ms)
         self._publisher = Publisher(
             self._tasks,
             self._names.name,
@@ -81,6 +83,7 @@ class Processor:
             metrics=self.metrics,
             health=self.health,
             guard=self._guard,
+            engine=self._engine_thread,
         )
         self._consumer: AIOKafkaConsumer | None = None
         self._restorer: AIOKafkaConsumer | None = None
@@ -242,6 +245,7 @@ class Processor:
             http.stop,
         ]
         await asyncio.gather(*(bounded_stop(stop) for stop in stops))
+        self._engine_thread.close()
 
     def _task_of(self, subject: str) -> int:
         """The task (partition) owning a subject; cached, as murmur2 is pure Python in aiokafka."""

@@ -198,6 +198,10 @@ class Settings(BaseSettings):
     switch_interval_ms: float = Field(default=1.0, gt=0, le=100)
     """How often the engine's worker thread hands the GIL to the event loop (see streams/tuning.py); Python's
     default is 5 ms, which every Kafka round trip during a batch waited for."""
+    engine_wait_ms: float = Field(default=100.0, ge=0, le=1000)
+    """How long the event loop waits for the engine's next hand-over before it serves Kafka and the probes
+    again (see streams/engine_thread.py): waiting spares the two threads handing the GIL to and fro, and this
+    bounds how late a heartbeat or a probe answer can be. 0: the loop never waits (serves Kafka throughout)."""
 
     def environment(self) -> dict[str, str]:
         """These settings as the PLACEMENT_* variables `placement-stream run` reads, e.g. to start replicas;

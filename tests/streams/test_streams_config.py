@@ -91,6 +91,8 @@ def test_compression_defaults_to_zstd_and_none_means_uncompressed(
         ("PLACEMENT_KAFKA__HEARTBEAT_INTERVAL_MS", "4000", "kafka.heartbeat_interval_ms", "a third of session_timeout"),
         ("PLACEMENT_SWITCH_INTERVAL_MS", "0", "switch_interval_ms", "greater than 0"),
         ("PLACEMENT_SWITCH_INTERVAL_MS", "500", "switch_interval_ms", "less than or equal to 100"),
+        ("PLACEMENT_ENGINE_WAIT_MS", "-1", "engine_wait_ms", "greater than or equal to 0"),
+        ("PLACEMENT_ENGINE_WAIT_MS", "5000", "engine_wait_ms", "less than or equal to 1000"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(
