@@ -40,7 +40,7 @@ class Publisher:
         metrics: Metrics,
         health: Health,
         guard: PoisonGuard,
-        engine: EngineThread,
+        engine_thread: EngineThread,
     ) -> None:
         self._tasks = tasks
         self._topic_of = topic_of
@@ -49,7 +49,7 @@ class Publisher:
         self._metrics = metrics
         self._health = health
         self._guard = guard
-        self._engine = engine
+        self._engine_thread = engine_thread
         self.loose: AIOKafkaProducer | None = None
         """The non-transactional producer, once started."""
         self.committed: dict[TopicPartition, int] = {}
@@ -69,18 +69,18 @@ class Publisher:
         engine = sending = 0.0
         handed_over = 0
         take = functools.partial(next, handed, None)
-        coming = self._engine.start(take)
+        coming = self._engine_thread.start(take)
         await transactions.open(offsets)
         while True:
             started = time.perf_counter()
-            chunk = await self._engine.result(coming)
+            chunk = await self._engine_thread.result(coming)
             handed_at = time.perf_counter()
             engine += handed_at - started
             if chunk is None:
                 break
             # the engine decides the next hand-over while this one is sent: a full partition's batch waits for
             # its predecessor's produce request, and the engine need not wait with it
-            coming = self._engine.start(take)
+            coming = self._engine_thread.start(take)
             handed_over += 1
             self._health.progressed()
             await transactions.send(chunk.records)

@@ -83,7 +83,7 @@ class Processor:
             metrics=self.metrics,
             health=self.health,
             guard=self._guard,
-            engine=self._engine_thread,
+            engine_thread=self._engine_thread,
         )
         self._consumer: AIOKafkaConsumer | None = None
         self._restorer: AIOKafkaConsumer | None = None
