@@ -3,10 +3,10 @@
 Each task that consumed records opens its transaction before the engine runs, with the consumed offsets, so
 the offsets' round trips (AddOffsetsToTxn, TxnOffsetCommit) and adding the partitions its previous transaction
 wrote run while the engine decides; any other task's opens with the first record bound to it. Records stream in
-as the runtime hands them over, and a task commits as soon as the runtime says its outputs are complete (or at
-the end of the batch), while later tasks are still being decided: the commit waits only for the last records
-and EndTxn. A read_committed deployer sees each task's part of a batch at once; it reads the first tasks'
-decisions while the last are computed.
+as the runtime hands them over, once the task's offsets are in its transaction, and a task commits as soon as
+the runtime says its outputs are complete (or at the end of the batch), while later tasks are still being
+decided: the commit waits only for the last records and EndTxn. A read_committed deployer sees each task's part
+of a batch at once; it reads the first tasks' decisions while the last are computed.
 """
 
 from __future__ import annotations
@@ -56,6 +56,16 @@ class _Open:
     offsets_sent: asyncio.Future[None] | None = None
     """The consumed offsets on their way into the transaction, once sent."""
 
+    async def offsets_added(self) -> None:
+        """Wait until the offsets sent are in the transaction, before any record of it is handed over.
+
+        A partition leader checks each transactional produce with the transaction coordinator (KIP-890), which
+        refuses while it is still writing AddOffsetsToTxn: the produce comes back NOT_ENOUGH_REPLICAS and waits
+        out the retry backoff. With the broker's check turned off, the same runs saw no such retry.
+        """
+        if self.offsets_sent is not None:
+            await self.offsets_sent
+
 
 class TaskTransactions:
     """One batch's transactions, one per task. Kafka errors abort only the task they hit, never raise."""
@@ -103,6 +113,7 @@ class TaskTransactions:
                 if opened is None:  # its background commit failed meanwhile
                     continue
                 opened.tally.add(bound)
+                await opened.offsets_added()
                 await opened.sender.add(bound)
             except TRANSACTION_FAILURES as exc:
                 await self._abort(task, exc)
@@ -146,9 +157,7 @@ class TaskTransactions:
                 opened = await self._begin(task)
             if offsets and opened.offsets_sent is None:
                 await self._send_offsets(task, opened, offsets)
-            await opened.sender.hand_over()
-            if opened.offsets_sent is not None:
-                await opened.offsets_sent
+            await opened.offsets_added()
             await opened.sender.flush()
             await opened.transaction.aclose()
         except TRANSACTION_FAILURES as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -176,3 +178,28 @@ async def test_a_task_fenced_after_its_offsets_were_sent_commits_none_of_them(wo
         seen = await world.collect(topics.decisions, lambda r: b"a1" in _keys(r))
         assert _keys(seen) == {b"a1"}
         assert await _committed(world, topics.submissions, {1: 3}) == {1: 3}
+
+
+async def test_records_wait_for_the_offsets_so_the_broker_refuses_no_produce(
+    world: KafkaWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A transactional produce that reaches its partition while the coordinator still writes AddOffsetsToTxn
+    is refused (NOT_ENOUGH_REPLICAS, since KIP-890's verification) and retried after a backoff; with the records
+    handed over only once the offsets are in, batch after batch, none is."""
+    settings, producers = await _started(world)
+    topics = settings.topics
+    caplog.set_level(logging.WARNING, logger="aiokafka.producer.sender")
+    try:
+        for batch in range(20):
+            transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+            consumed = {TopicPartition(topics.submissions, 0): batch + 1}
+            await transactions.open({0: consumed})
+            time.sleep(0.005)  # the engine decides: the loop waits for its hand-over, as EngineThread makes it
+            await transactions.send([_decision(f"b{batch}-0")])
+            await transactions.commit({0: consumed})
+            assert transactions.committed == {0}
+        refused = [r.getMessage() for r in caplog.records if "NotEnoughReplicas" in r.getMessage()]
+        assert refused == []
+        assert await _committed(world, topics.submissions, {0: 20}) == {0: 20}
+    finally:
+        await producers.stop_all()
