@@ -86,10 +86,16 @@ class Report:
     seconds: float = 0.0
     logs: str = ""
     """The directory with each instance slot's log (`slot<n>.log`)."""
+    unstable: list[str] = field(default_factory=list)
+    """Output partitions whose last stable offset was behind their end when the verdict read them: a transaction
+    still open there hides what follows it from read_committed readers. Shown with a failed verdict, to tell that
+    apart from records never written."""
 
     def problems(self) -> list[str]:
         """Everything that makes the run fail."""
         found = [] if self.verdict.ok() else [self.verdict.details()]
+        if found and self.unstable:
+            found.append(f"open transactions when read (last stable offset < end): {', '.join(self.unstable)}")
         timings = [*self.recoveries, *self.takeovers, *self.rejoins, *(r[2] for r in self.broker_recoveries)]
         if any(t is None or t > BOUND_SECONDS for t in timings):
             found.append(f"decisions did not flow again within {BOUND_SECONDS:g} s: {timings}")
@@ -122,6 +128,8 @@ class Report:
             lines.append(
                 f"[{plan.name}] rejoin after the takeover (restart -> ready -> probe), s: {seconds(self.rejoins)}"
             )
+        if self.unstable:
+            lines.append(f"[{plan.name}] open transactions when read: {', '.join(self.unstable)}")
         for how, start, flow in self.broker_recoveries:
             after = "hang" if flow is None else f"{flow:.2f} s"
             lines.append(f"[{plan.name}] broker SIG{how}: restarted in {start:.1f} s, decisions again after {after}")
@@ -299,6 +307,16 @@ class _Run:
                 )
             await asyncio.sleep(0.2)
 
+    async def unstable(self) -> list[str]:
+        """`<topic>-<partition>: <last stable offset> < <end>` for each output partition a transaction holds."""
+        topics = self.world.topics
+        found: list[str] = []
+        for topic, partitions in ((topics.decisions, self.plan.partitions), (topics.dead_letter, 1)):
+            stable = await _end_offsets(self.bootstrap, topic, partitions, isolation="read_committed")
+            ends = await _end_offsets(self.bootstrap, topic, partitions)
+            found += [f"{topic}-{p}: {stable[p]} < {end}" for p, end in sorted(ends.items()) if stable[p] < end]
+        return found
+
     async def verdict(self) -> Verdict:
         topics = self.world.topics
         committed = {
@@ -332,6 +350,7 @@ async def run_plan(plan: Plan, bootstrap: str, workdir: Path, broker: LocalBroke
         run.report.stop_codes = list(await asyncio.gather(*(r.stop() for r in run.replicas)))
         run.report.produced = len(run.feeder.sent)
         run.report.verdict = await run.verdict()
+        run.report.unstable = await run.unstable()
     finally:
         if supervisor is not None:
             supervisor.cancel()
@@ -343,8 +362,13 @@ async def run_plan(plan: Plan, bootstrap: str, workdir: Path, broker: LocalBroke
     return run.report
 
 
-async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+async def _end_offsets(
+    bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted"
+) -> dict[int, int]:
+    """Each partition's end: its high watermark, or read_committed its last stable offset."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, isolation_level=isolation
+    )
     await consumer.start()
     try:
         await asyncio.sleep(0)  # aiokafka: a consumer stopped before its first loop turn raises CancelledError
