@@ -65,7 +65,7 @@ class RecordSender:
         self._batches: dict[tuple[str, int], BatchBuilder] = {}
         self._futures: list[asyncio.Future[Any]] = []
         self.partitions: set[TopicPartition] = set()
-        """The partitions records were packed for, so a task's next transaction can add them early."""
+        """The partitions records went to, so a task's next transaction adds them early (see `flush`)."""
 
     async def add(self, records: Iterable[OutputRecord]) -> None:
         """Queue records, in order per partition; full batches are handed to the producer."""
@@ -110,11 +110,19 @@ class RecordSender:
             self._futures.append(await self._producer.send_batch(batch, topic, partition=partition))
 
     async def flush(self) -> None:
-        """Hand over the partly filled batches and wait until every record queued so far is acknowledged."""
+        """Hand over the partly filled batches and wait until every record queued so far is acknowledged.
+
+        The partitions of records without a subject (dead letters) are learnt from their acknowledgements, so
+        they too join the task's next transaction. Its markers then also complete any of this transaction's
+        data left open there: a broker killed while committing was seen (Kafka 4.4) to complete the commit
+        after its restart without writing the markers, and a read_committed reader stays stuck at such data
+        until the same producer's next marker on that partition.
+        """
         await self.hand_over()
         futures, self._futures = self._futures, []
         if futures:
-            await asyncio.gather(*futures)
+            sent = await asyncio.gather(*futures)  # RecordMetadata each: every producer here waits for acks
+            self.partitions.update(metadata.topic_partition for metadata in sent)
 
 
 def retrieve_later(future: asyncio.Future[Any]) -> None:

@@ -203,3 +203,26 @@ async def test_records_wait_for_the_offsets_so_the_broker_refuses_no_produce(
         assert await _committed(world, topics.submissions, {0: 20}) == {0: 20}
     finally:
         await producers.stop_all()
+
+
+async def test_a_record_without_a_subject_joins_the_next_transaction_early(world: KafkaWorld) -> None:
+    """A dead letter goes where the default partitioner puts it; its partition is added to the task's next
+    transaction like the others, so that transaction's markers also reach it."""
+    settings, producers = await _started(world)
+    topics = settings.topics
+    try:
+        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        dead_letter = OutputRecord(TopicRole.DEAD_LETTER, b"Application/x", b"{}", partition=0)
+        await first.send([_decision("a0"), dead_letter])
+        await first.commit({})
+        assert first.committed == {0}
+        written = producers.written[0]
+        assert {tp.topic for tp in written} == {topics.decisions, topics.dead_letter}
+        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await second.send([_decision("b0")])
+        await second.commit({})
+        assert second.committed == {0}
+        seen = await world.collect(topics.dead_letter, lambda r: b"Application/x" in _keys(r))
+        assert _keys(seen) == {b"Application/x"}
+    finally:
+        await producers.stop_all()
