@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from localbroker.broker import LocalBroker
 from streams.kafka.admin import create_topics
 from streams.settings import KafkaSettings, Settings
@@ -285,7 +283,7 @@ class _Run:
         if group != ("Stable", len(self.replicas)):
             return f"group is {group}"
         submissions = self.world.topics.submissions
-        ends = await _end_offsets(self.bootstrap, submissions, self.plan.partitions)
+        ends = await self.world.end_offsets(submissions)
         committed = await self.world.committed_offsets(submissions)
         return "" if committed == ends else f"submissions committed {committed}, end offsets {ends}"
 
@@ -312,8 +310,8 @@ class _Run:
         topics = self.world.topics
         found: list[str] = []
         for topic, partitions in ((topics.decisions, self.plan.partitions), (topics.dead_letter, 1)):
-            stable = await _end_offsets(self.bootstrap, topic, partitions, isolation="read_committed")
-            ends = await _end_offsets(self.bootstrap, topic, partitions)
+            stable = await self.world.end_offsets(topic, partitions, isolation="read_committed")
+            ends = await self.world.end_offsets(topic, partitions)
             found += [f"{topic}-{p}: {stable[p]} < {end}" for p, end in sorted(ends.items()) if stable[p] < end]
         return found
 
@@ -360,19 +358,3 @@ async def run_plan(plan: Plan, bootstrap: str, workdir: Path, broker: LocalBroke
         await run.feeder.stop()
     run.report.seconds = time.monotonic() - started
     return run.report
-
-
-async def _end_offsets(
-    bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted"
-) -> dict[int, int]:
-    """Each partition's end: its high watermark, or read_committed its last stable offset."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, isolation_level=isolation
-    )
-    await consumer.start()
-    try:
-        await asyncio.sleep(0)  # aiokafka: a consumer stopped before its first loop turn raises CancelledError
-        wanted = [TopicPartition(topic, p) for p in range(partitions)]
-        return {tp.partition: offset for tp, offset in (await consumer.end_offsets(wanted)).items()}
-    finally:
-        await consumer.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.http import http_get as streams_http_get
@@ -84,6 +84,22 @@ class KafkaWorld:
             await admin.close()
         group = response.groups[0]
         return group[2], len(group[5])
+
+    async def end_offsets(
+        self, topic: str, partitions: int | None = None, *, isolation: str = "read_uncommitted"
+    ) -> dict[int, int]:
+        """Each partition's end (of `partitions`, else the world's count): its high watermark, or read_committed
+        its last stable offset, which an open transaction holds back."""
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False, isolation_level=isolation
+        )
+        await consumer.start()
+        try:
+            await asyncio.sleep(0)  # aiokafka: a consumer stopped before its first loop turn raises CancelledError
+            wanted = [TopicPartition(topic, p) for p in range(self.partitions if partitions is None else partitions)]
+            return {tp.partition: offset for tp, offset in (await consumer.end_offsets(wanted)).items()}
+        finally:
+            await consumer.stop()
 
     async def collect(self, topic: str, until: Callable[[list[Record]], bool], timeout: float = 45.0) -> list[Record]:
         """Read `topic` from the beginning (read_committed) until `until(records)` holds."""

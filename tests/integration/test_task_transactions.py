@@ -10,9 +10,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from kafka_support import KafkaWorld, Record
 
 from engine.runtime import OutputRecord
+from localbroker.broker import LocalBroker
 from streams.kafka.admin import create_topics
 from streams.kafka.tasks import TaskProducers
 from streams.kafka.transactions import TaskTransactions
@@ -222,6 +225,50 @@ async def test_a_record_without_a_subject_joins_the_next_transaction_early(world
         await second.send([_decision("b0")])
         await second.commit({})
         assert second.committed == {0}
+        seen = await world.collect(topics.dead_letter, lambda r: b"Application/x" in _keys(r))
+        assert _keys(seen) == {b"Application/x"}
+    finally:
+        await producers.stop_all()
+
+
+async def _set_transaction_verification(bootstrap: str, enabled: bool) -> None:
+    """Turn the broker's check of transactional produce (KIP-890) on or off; a dynamic broker setting."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        setting = {"transaction.partition.verification.enable": str(enabled).lower()}
+        await admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1", setting)])
+    finally:
+        await admin.close()
+    await asyncio.sleep(1.0)  # the broker applies it from its metadata log
+
+
+async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(own_broker: LocalBroker) -> None:
+    """What a broker killed while committing can leave: a task's dead letter whose transaction marker was never
+    written, so read_committed readers of its partition stop there. Made here on a broker of the test's own with
+    its produce check off and aiokafka told the partition is already in the transaction: the coordinator never
+    hears of it and the commit writes no marker there. The task's next transaction must close it."""
+    world = KafkaWorld(own_broker.bootstrap)
+    await _set_transaction_verification(own_broker.bootstrap, enabled=False)
+    settings, producers = await _started(world)
+    topics = settings.topics
+    dead_letter = TopicPartition(topics.dead_letter, 0)
+    try:
+        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await first.send([_decision("a0")])
+        producers.get(0)._txn_manager._txn_partitions.add(dead_letter)  # no AddPartitionsToTxn for it
+        await first.send([OutputRecord(TopicRole.DEAD_LETTER, b"Application/x", b"{}", partition=0)])
+        await first.commit({})
+        assert first.committed == {0}
+        ends = await world.end_offsets(topics.dead_letter, 1)
+        assert await world.end_offsets(topics.dead_letter, 1, isolation="read_committed") == {0: 0}, "held open"
+
+        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        await second.send([_decision("b0")])
+        await second.commit({})
+        assert second.committed == {0}
+        stable = await world.end_offsets(topics.dead_letter, 1, isolation="read_committed")
+        assert stable[0] > ends[0] == 1, "the next transaction's marker closed the dead letter"
         seen = await world.collect(topics.dead_letter, lambda r: b"Application/x" in _keys(r))
         assert _keys(seen) == {b"Application/x"}
     finally:
