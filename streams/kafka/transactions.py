@@ -183,8 +183,23 @@ class TaskTransactions:
         producer = self._tasks.get(task)
         transaction = AsyncExitStack()
         await transaction.enter_async_context(producer.transaction())
-        add_partitions_early(producer, self._tasks.written.get(task, ()))
+        written = self._tasks.written.get(task)
+        if written is None:
+            written = await self._writable(producer, task)
+        add_partitions_early(producer, written)
         return _Open(producer, RecordSender(producer, self._topic_of, self._task_of), transaction)
+
+    async def _writable(self, producer: AIOKafkaProducer, task: int) -> frozenset[TopicPartition]:
+        """Every partition a task's transaction can write: its own partition of each co-partitioned output topic
+        and every dead-letter partition. The first transaction of a task's producer adds them all, so its markers
+        close whatever an earlier producer of the task left open there when a broker lost its markers (see
+        `RecordSender.flush`): a new owner, or the same one after a restart, does not know what that was."""
+        dead_letter = self._topic_of(TopicRole.DEAD_LETTER)
+        own = (TopicRole.DECISIONS, TopicRole.CHANGELOG, TopicRole.ADVISOR_REQUESTS)
+        return frozenset(
+            [TopicPartition(self._topic_of(role), task) for role in own]
+            + [TopicPartition(dead_letter, p) for p in await producer.partitions_for(dead_letter)]
+        )
 
     async def _send_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
         """Put the consumed offsets into the transaction: into the group's offsets (sent now, awaited at the

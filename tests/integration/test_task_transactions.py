@@ -243,17 +243,26 @@ async def _set_transaction_verification(bootstrap: str, enabled: bool) -> None:
     await asyncio.sleep(1.0)  # the broker applies it from its metadata log
 
 
-async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(own_broker: LocalBroker) -> None:
+@pytest.mark.parametrize("restarted", [False, True], ids=["same producer", "new producer of the task"])
+async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(
+    own_broker: LocalBroker, restarted: bool
+) -> None:
     """What a broker killed while committing can leave: a task's dead letter whose transaction marker was never
     written, so read_committed readers of its partition stop there. Made here on a broker of the test's own with
     its produce check off and aiokafka told the partition is already in the transaction: the coordinator never
-    hears of it and the commit writes no marker there. The task's next transaction must close it."""
+    hears of it and the commit writes no marker there. The task's next transaction must close it, whether its
+    producer goes on or a new one (a new owner, a restart) takes the task over."""
     world = KafkaWorld(own_broker.bootstrap)
     await _set_transaction_verification(own_broker.bootstrap, enabled=False)
     settings, producers = await _started(world)
     topics = settings.topics
     dead_letter = TopicPartition(topics.dead_letter, 0)
     try:
+        for name in ("o0", "p0"):  # the second waits until the first's markers are all written
+            settled = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+            await settled.send([_decision(name)])
+            await settled.commit({})
+        before = await world.end_offsets(topics.dead_letter, 1)
         first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
         await first.send([_decision("a0")])
         producers.get(0)._txn_manager._txn_partitions.add(dead_letter)  # no AddPartitionsToTxn for it
@@ -261,15 +270,19 @@ async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(ow
         await first.commit({})
         assert first.committed == {0}
         ends = await world.end_offsets(topics.dead_letter, 1)
-        assert await world.end_offsets(topics.dead_letter, 1, isolation="read_committed") == {0: 0}, "held open"
+        held = await world.end_offsets(topics.dead_letter, 1, isolation="read_committed")
+        assert (held[0], ends[0]) == (before[0], before[0] + 1), "the dead letter is held open"
+        if restarted:
+            await producers.start(0)  # a new producer: a higher epoch, and nothing known of what the last wrote
 
         second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
         await second.send([_decision("b0")])
         await second.commit({})
         assert second.committed == {0}
-        stable = await world.end_offsets(topics.dead_letter, 1, isolation="read_committed")
-        assert stable[0] > ends[0] == 1, "the next transaction's marker closed the dead letter"
-        seen = await world.collect(topics.dead_letter, lambda r: b"Application/x" in _keys(r))
+        # the markers are written a moment after the commit: a reader sees the dead letter once they are
+        seen = await world.collect(topics.dead_letter, lambda r: b"Application/x" in _keys(r), timeout=15.0)
         assert _keys(seen) == {b"Application/x"}
+        stable = await world.end_offsets(topics.dead_letter, 1, isolation="read_committed")
+        assert stable[0] > ends[0], "the next transaction's marker closed the dead letter"
     finally:
         await producers.stop_all()
