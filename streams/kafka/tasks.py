@@ -65,7 +65,8 @@ class RecordSender:
         self._batches: dict[tuple[str, int], BatchBuilder] = {}
         self._futures: list[asyncio.Future[Any]] = []
         self.partitions: set[TopicPartition] = set()
-        """The partitions records went to, so a task's next transaction adds them early (see `flush`)."""
+        """The partitions the records flushed so far went to, by their acknowledgements, so a task's next
+        transaction adds them early (see `flush`)."""
 
     async def add(self, records: Iterable[OutputRecord]) -> None:
         """Queue records, in order per partition; full batches are handed to the producer."""
@@ -86,8 +87,6 @@ class RecordSender:
         self, route: tuple[str, int], key: bytes | None, value: bytes | None, headers: list[Header]
     ) -> None:
         batch = self._batches.get(route)
-        if batch is None:
-            self.partitions.add(TopicPartition(*route))
         if batch is None or batch.append(timestamp=None, key=key, value=value, headers=headers) is None:
             if batch is not None:  # full: send it and start the next one
                 self._futures.append(await self._producer.send_batch(batch, route[0], partition=route[1]))
@@ -112,11 +111,11 @@ class RecordSender:
     async def flush(self) -> None:
         """Hand over the partly filled batches and wait until every record queued so far is acknowledged.
 
-        The partitions of records without a subject (dead letters) are learnt from their acknowledgements, so
-        they too join the task's next transaction. Its markers then also complete any of this transaction's
-        data left open there: a broker killed while committing was seen (Kafka 4.4) to complete the commit
-        after its restart without writing the markers, and a read_committed reader stays stuck at such data
-        until the same producer's next marker on that partition.
+        Every record's partition is learnt from its acknowledgement, those of records without a subject (dead
+        letters, placed by the default partitioner) too, so all of them join the task's next transaction. Its
+        markers then also complete any of this transaction's data left open there: a broker killed while
+        committing was seen (Kafka 4.4) to complete the commit after its restart without writing the markers,
+        and a read_committed reader stays stuck at such data until the same producer's next marker there.
         """
         await self.hand_over()
         futures, self._futures = self._futures, []

@@ -231,12 +231,12 @@ async def test_a_record_without_a_subject_joins_the_next_transaction_early(world
         await producers.stop_all()
 
 
-async def _set_transaction_verification(bootstrap: str, enabled: bool) -> None:
-    """Turn the broker's check of transactional produce (KIP-890) on or off; a dynamic broker setting."""
+async def _turn_off_transaction_verification(bootstrap: str) -> None:
+    """Turn the broker's check of transactional produce (KIP-890) off; a dynamic broker setting."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        setting = {"transaction.partition.verification.enable": str(enabled).lower()}
+        setting = {"transaction.partition.verification.enable": "false"}
         await admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1", setting)])
     finally:
         await admin.close()
@@ -253,7 +253,7 @@ async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(
     hears of it and the commit writes no marker there. The task's next transaction must close it, whether its
     producer goes on or a new one (a new owner, a restart) takes the task over."""
     world = KafkaWorld(own_broker.bootstrap)
-    await _set_transaction_verification(own_broker.bootstrap, enabled=False)
+    await _turn_off_transaction_verification(own_broker.bootstrap)
     settings, producers = await _started(world)
     topics = settings.topics
     dead_letter = TopicPartition(topics.dead_letter, 0)
