@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import ClassVar
 
 from topics.errors import PlacementStreamError, Stage
 
-__all__ = ["EngineError", "InvalidStateError", "QueueConfigError", "RoutingError"]
+__all__ = ["EngineError", "InvalidStateError", "QueueConfigError", "RoutingError", "UnreadableState"]
 
 
 class EngineError(PlacementStreamError):
@@ -27,3 +28,25 @@ class RoutingError(EngineError):
 
 class InvalidStateError(EngineError):
     """A changelog entry cannot be read back into engine state."""
+
+
+class UnreadableState:
+    """A context manager that turns the errors of reading a changelog entry (`kinds`) into InvalidStateError
+    prefixed with `what`, so the reader names the entry, skips it and goes on.
+
+    A class rather than a generator context manager: a restore enters one or two per entry, hundreds of
+    thousands, and a generator's set-up was a twentieth of it."""
+
+    __slots__ = ("_kinds", "_what")
+
+    def __init__(self, what: str, kinds: tuple[type[Exception], ...]) -> None:
+        self._what, self._kinds = what, kinds
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if isinstance(exc, self._kinds):
+            raise InvalidStateError(f"{self._what}: {exc}") from exc

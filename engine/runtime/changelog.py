@@ -8,12 +8,11 @@ bytes is skipped; a digest, not the entry, which can be tens of kilobytes for a 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 from engine.core import PartedStateEngine, StatePart, SubjectEngine
-from engine.errors import EngineError, InvalidStateError
+from engine.errors import EngineError, UnreadableState
 from engine.runtime.records import OutputRecord
 from engine.runtime.routing import changelog_key
 from topics.codec import dumps
@@ -90,13 +89,12 @@ class ChangelogMemory:
             self._digests[key] = digest
 
 
-@contextmanager
-def reading_entry(record_key: str) -> Iterator[None]:
+_ENTRY_ERRORS = (ValueError, KeyError, TypeError, EngineError)
+
+
+def reading_entry(record_key: str) -> UnreadableState:
     """Any error reading a changelog entry becomes InvalidStateError naming it, so the reader skips it and goes on."""
-    try:
-        yield
-    except (ValueError, KeyError, TypeError, EngineError) as exc:
-        raise InvalidStateError(f"changelog entry {record_key} cannot be read: {exc}") from exc
+    return UnreadableState(f"changelog entry {record_key} cannot be read", _ENTRY_ERRORS)
 
 
 def _digest(value: bytes) -> bytes:

@@ -22,6 +22,7 @@ from streams.kafka.stale import StaleTasks
 from streams.kafka.tables import changelog_sink, read_to_end, seek_to_start
 from streams.kafka.tasks import ProducersClosedError, TaskProducers
 from streams.metrics import Metrics
+from streams.tuning import collector_paused_then_frozen
 
 __all__ = ["TaskOwnership"]
 
@@ -151,7 +152,7 @@ class TaskOwnership:
         recorded: dict[TopicPartition, int] = {}
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
-        with runtime.restoring() as restore:
+        with collector_paused_then_frozen(), runtime.restoring() as restore:  # the state lives as long as the task
             await read_to_end(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
         took = time.perf_counter() - started
         self._metrics.task_restore.observe(took)
