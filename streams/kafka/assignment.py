@@ -19,7 +19,7 @@ from streams.health import Health
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.stale import StaleTasks
-from streams.kafka.tables import changelog_sink, read_to_end, seek_to_start
+from streams.kafka.tables import changelog_sink, read_latest, seek_to_start
 from streams.kafka.tasks import ProducersClosedError, TaskProducers
 from streams.metrics import Metrics
 from streams.tuning import collector_paused_then_frozen
@@ -153,7 +153,7 @@ class TaskOwnership:
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
         with collector_paused_then_frozen(), runtime.restoring() as restore:  # the state lives as long as the task
-            await read_to_end(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
+            await read_latest(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
         took = time.perf_counter() - started
         self._metrics.task_restore.observe(took)
         self._metrics.restore_seconds.labels("changelog").set(took)  # the assignment's total replaces it

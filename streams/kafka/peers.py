@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from streams.kafka.tables import EntrySink, changelog_sink, new_reader, read_to_end
+from streams.kafka.tables import EntrySink, changelog_sink, new_reader, read_latest
 from streams.settings import KafkaSettings
 
 __all__ = ["PeerChangelog"]
@@ -48,7 +48,7 @@ class PeerChangelog:
             if offset is not None:
                 consumer.seek(tp, offset)
         self._owned = frozenset(owned)
-        return await read_to_end(consumer, fresh, self._sink)
+        return await read_latest(consumer, fresh, self._sink)
 
     async def poll(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]]:
         """What has arrived, without waiting."""

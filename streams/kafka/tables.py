@@ -3,6 +3,10 @@ of the changelog.
 
 The catch-up target is the end offset captured first (the last stable offset under read_committed);
 progress is measured by consumer position, since transaction markers leave offset gaps.
+
+A changelog is read for its last entry per key (`read_latest`): the log cleaner never compacts a partition's
+active segment (a week of writes under the broker's default `segment.ms`), so a restore meets every decision a
+placement published since, and reading one back builds its pages, sets and conditions.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from streams.kafka.security import connection_options
 from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
 from streams.settings import KafkaSettings
 
-__all__ = ["EntrySink", "RecordSink", "changelog_sink", "new_reader", "read_to_end", "seek_to_start"]
+__all__ = [
+    "EntrySink",
+    "RecordSink",
+    "changelog_sink",
+    "new_reader",
+    "read_latest",
+    "read_to_end",
+    "seek_to_start",
+]
 
 log = logging.getLogger("placement.tables")
 
@@ -46,6 +58,38 @@ def changelog_sink(apply: EntrySink, what: str, task_offsets: dict[TopicPartitio
                 log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
 
     return sink
+
+
+async def read_latest(
+    consumer: AIOKafkaConsumer,
+    partitions: Sequence[TopicPartition],
+    sink: RecordSink,
+    *,
+    timeout: float = 120.0,
+    max_records: int = 5000,
+) -> int:
+    """`read_to_end` from the start, with only each key's last record going to `sink`, once every partition is
+    read, in the order of those last records (see the module docstring); the task offsets records go through as
+    they are read, as the latest readable one counts (task_offsets.py). A last entry that cannot be read leaves
+    its key as if it held nothing, not as an older entry made it. Returns the count of records read."""
+    latest: dict[tuple[int, bytes], ConsumerRecord[bytes, bytes]] = {}
+
+    def keep(records: Sequence[ConsumerRecord[bytes, bytes]]) -> Awaitable[None] | None:
+        through = []
+        for record in records:
+            if record.key is None or is_task_offsets_key(record.key):
+                through.append(record)
+                continue
+            slot = (record.partition, record.key)
+            latest.pop(slot, None)  # to the end: the order is that of the last records
+            latest[slot] = record
+        return sink(through) if through else None
+
+    count = await read_to_end(consumer, partitions, keep, timeout=timeout, max_records=max_records)
+    result = sink(list(latest.values()))
+    if result is not None:
+        await result
+    return count
 
 
 def new_reader(kafka: KafkaSettings, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
