@@ -86,7 +86,7 @@ async def read_latest(
         return sink(through) if through else None
 
     count = await read_to_end(consumer, partitions, keep, timeout=timeout, max_records=max_records)
-    result = sink(list(latest.values()))
+    result = sink(list(latest.values())) if latest else None
     if result is not None:
         await result
     return count
