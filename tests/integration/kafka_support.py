@@ -28,6 +28,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@asynccontextmanager
+async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
+    """A started admin client of the broker at `bootstrap`, closed on leaving."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        yield admin
+    finally:
+        await admin.close()
+
+
 class KafkaWorld:
     """One test's private topics and group, with produce/collect helpers."""
 
@@ -66,22 +77,14 @@ class KafkaWorld:
 
     async def committed_offsets(self, topic: str) -> dict[int, int]:
         """The group's committed offset per partition of `topic` (absent partitions: none committed)."""
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
-        await admin.start()
-        try:
+        async with admin_client(self.bootstrap) as admin:
             offsets = await admin.list_consumer_group_offsets(self.group)
-        finally:
-            await admin.close()
         return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset >= 0}
 
     async def group_state(self) -> tuple[str, int]:
         """The consumer group's state (e.g. ``Empty``, ``Stable``) and its number of members."""
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
-        await admin.start()
-        try:
+        async with admin_client(self.bootstrap) as admin:
             response = (await admin.describe_consumer_groups([self.group]))[0]
-        finally:
-            await admin.close()
         group = response.groups[0]
         return group[2], len(group[5])
 

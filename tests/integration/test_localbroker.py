@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
+from kafka_support import admin_client
 
 from localbroker import LocalBroker, ensure_kafka_libs
 from localbroker.procs import port_is_free
@@ -33,33 +34,21 @@ def _topic() -> str:
 
 async def _create_topic(bootstrap: str, name: str) -> int:
     """Create one topic and return its error code (create_topics reports errors, it does not raise)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
+    async with admin_client(bootstrap) as admin:
         response = await admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])
-    finally:
-        await admin.close()
     (entry,) = response.topic_errors
     assert entry[0] == name
     return int(entry[1])
 
 
 async def _list_topics(bootstrap: str) -> list[str]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
+    async with admin_client(bootstrap) as admin:
         return await admin.list_topics()
-    finally:
-        await admin.close()
 
 
 async def test_broker_answers_admin_request(kafka_bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    await admin.start()
-    try:
+    async with admin_client(kafka_bootstrap) as admin:
         cluster = await admin.describe_cluster()
-    finally:
-        await admin.close()
     assert len(cluster["brokers"]) == 1
 
 

@@ -10,9 +10,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from kafka_support import KafkaWorld, Record
+from kafka_support import KafkaWorld, Record, admin_client
 
 from engine.runtime import OutputRecord
 from localbroker.broker import LocalBroker
@@ -233,13 +232,9 @@ async def test_a_record_without_a_subject_joins_the_next_transaction_early(world
 
 async def _turn_off_transaction_verification(bootstrap: str) -> None:
     """Turn the broker's check of transactional produce (KIP-890) off; a dynamic broker setting."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        setting = {"transaction.partition.verification.enable": "false"}
+    setting = {"transaction.partition.verification.enable": "false"}
+    async with admin_client(bootstrap) as admin:
         await admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1", setting)])
-    finally:
-        await admin.close()
     await asyncio.sleep(1.0)  # the broker applies it from its metadata log
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from kafka_support import KafkaWorld
+from aiokafka.admin import NewTopic
+from kafka_support import KafkaWorld, admin_client
 
 from streams.kafka.top_up import _positions, top_up
 
@@ -34,12 +34,8 @@ async def test_top_up(
     after: dict[int, list[int]] | None,
 ) -> None:
     topic = f"t{world.run_id}.topup"
-    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
-    await admin.start()
-    try:
+    async with admin_client(world.bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, len(SENT), 1)])
-    finally:
-        await admin.close()
     await _produce(world, topic)
     consumer = AIOKafkaConsumer(bootstrap_servers=world.bootstrap, isolation_level="read_committed")
     await consumer.start()
@@ -85,12 +81,8 @@ async def test_positions_not_known_in_time_leave_the_batch_as_polled(world: Kafk
     """A partition still being reset needs an offsets request, which never ends while the broker is away: the
     top-up does not wait for it."""
     topic = f"t{world.run_id}.topup"
-    admin = AIOKafkaAdminClient(bootstrap_servers=world.bootstrap)
-    await admin.start()
-    try:
+    async with admin_client(world.bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, 1, 1)])
-    finally:
-        await admin.close()
     await _produce(world, topic, {0: 2})
     consumer = AIOKafkaConsumer(bootstrap_servers=world.bootstrap, auto_offset_reset="earliest")
     await consumer.start()
