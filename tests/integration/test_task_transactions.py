@@ -45,6 +45,11 @@ async def _started(world: KafkaWorld) -> tuple[Settings, TaskProducers]:
     return settings, producers
 
 
+def _batch(settings: Settings, producers: TaskProducers) -> TaskTransactions:
+    """One batch's transactions, as the processor makes them."""
+    return TaskTransactions(producers, settings.topics.name, _task_of, settings.kafka.group_id)
+
+
 async def _committed(world: KafkaWorld, topic: str, expected: dict[int, int]) -> dict[int, int]:
     """The group's offsets once they equal `expected`, or as they are after 15 s."""
     offsets = await world.committed_offsets(topic)
@@ -60,7 +65,7 @@ async def test_a_finished_task_commits_while_the_other_stays_open(world: KafkaWo
     settings, producers = await _started(world)
     topics = settings.topics
     try:
-        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        transactions = _batch(settings, producers)
         await transactions.send([_decision("a0"), _decision("a1")])
         transactions.finish(0, {TopicPartition(topics.submissions, 0): 7})
         seen = await world.collect(topics.decisions, lambda r: b"a0" in _keys(r))
@@ -84,7 +89,7 @@ async def _zombie_of_task_0(world: KafkaWorld) -> AsyncIterator[tuple[Settings, 
     settings, producers = await _started(world)
     zombie = AIOKafkaProducer(bootstrap_servers=world.bootstrap, transactional_id=producers.transactional_id(0))
     try:
-        yield settings, TaskTransactions(producers, settings.topics.name, _task_of, settings.kafka.group_id), zombie
+        yield settings, _batch(settings, producers), zombie
     finally:
         await zombie.stop()
         await producers.stop_all()
@@ -128,7 +133,7 @@ async def test_offsets_sent_before_the_records_count_only_once_the_task_commits(
     topics = settings.topics
     consumed = {TopicPartition(topics.submissions, 0): 5}
     try:
-        transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        transactions = _batch(settings, producers)
         await transactions.open({0: consumed})
         await asyncio.sleep(1.0)  # AddOffsetsToTxn and TxnOffsetCommit are long over
         assert await world.committed_offsets(topics.submissions) == {}, "pending until the transaction commits"
@@ -147,17 +152,17 @@ async def test_partitions_added_early_but_not_written_still_commit(world: KafkaW
     settings, producers = await _started(world)
     topics = settings.topics
     try:
-        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        first = _batch(settings, producers)
         await first.send([_decision("a0")])
         await first.commit({})
         assert producers.written[0] == {TopicPartition(topics.decisions, 0)}
         # the next transaction adds decisions-0 at its start, then writes only offsets
-        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        second = _batch(settings, producers)
         await second.open({0: {TopicPartition(topics.submissions, 0): 9}})
         await second.commit({})
         assert not second.failed and second.committed == {0}
         assert await _committed(world, topics.submissions, {0: 9}) == {0: 9}
-        third = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        third = _batch(settings, producers)
         await third.send([_decision("b0")])
         await third.commit({})
         seen = await world.collect(topics.decisions, lambda r: b"b0" in _keys(r))
@@ -193,7 +198,7 @@ async def test_records_wait_for_the_offsets_so_the_broker_refuses_no_produce(
     caplog.set_level(logging.WARNING, logger="aiokafka.producer.sender")
     try:
         for batch in range(20):
-            transactions = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+            transactions = _batch(settings, producers)
             consumed = {TopicPartition(topics.submissions, 0): batch + 1}
             await transactions.open({0: consumed})
             time.sleep(0.005)  # the engine decides: the loop waits for its hand-over, as EngineThread makes it
@@ -213,14 +218,14 @@ async def test_a_record_without_a_subject_joins_the_next_transaction_early(world
     settings, producers = await _started(world)
     topics = settings.topics
     try:
-        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        first = _batch(settings, producers)
         dead_letter = OutputRecord(TopicRole.DEAD_LETTER, b"Application/x", b"{}", partition=0)
         await first.send([_decision("a0"), dead_letter])
         await first.commit({})
         assert first.committed == {0}
         written = producers.written[0]
         assert {tp.topic for tp in written} == {topics.decisions, topics.dead_letter}
-        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        second = _batch(settings, producers)
         await second.send([_decision("b0")])
         await second.commit({})
         assert second.committed == {0}
@@ -254,11 +259,11 @@ async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(
     dead_letter = TopicPartition(topics.dead_letter, 0)
     try:
         for name in ("o0", "p0"):  # the second waits until the first's markers are all written
-            settled = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+            settled = _batch(settings, producers)
             await settled.send([_decision(name)])
             await settled.commit({})
         before = await world.end_offsets(topics.dead_letter, 1)
-        first = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        first = _batch(settings, producers)
         await first.send([_decision("a0")])
         producers.get(0)._txn_manager._txn_partitions.add(dead_letter)  # no AddPartitionsToTxn for it
         await first.send([OutputRecord(TopicRole.DEAD_LETTER, b"Application/x", b"{}", partition=0)])
@@ -270,7 +275,7 @@ async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(
         if restarted:
             await producers.start(0)  # a new producer: a higher epoch, and nothing known of what the last wrote
 
-        second = TaskTransactions(producers, topics.name, _task_of, settings.kafka.group_id)
+        second = _batch(settings, producers)
         await second.send([_decision("b0")])
         await second.commit({})
         assert second.committed == {0}
