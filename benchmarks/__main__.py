@@ -11,7 +11,9 @@ freshly started broker's JVM is still compiling its hot paths, and the figures a
 as a deployment has. On the benchmark machine five consecutive 10-s latency runs at 1,000/s against a fresh
 broker gave p50 207, 145, 90, 84 and 90 ms, its commit stage 52, 27, 18, 17 and 16 ms.
 
-- latency: submission -> decision visible to a read_committed deployer, p99 at 100, 1,000 and 5,000/s;
+- latency: submission -> decision visible to a read_committed deployer, p99 at 100, 1,000 and 5,000/s; and at
+  1,000/s through a minimal exactly-once and at-least-once copier in the processor's place, baselines for it
+  (`benchmarks/latency.py --baseline`);
 - cluster10k: 10,000 Placements over 1,000 clusters decided from cold through Kafka by one instance, and a
   NoSelect taint on the cluster the most decisions hold;
 - cluster100k: 100,000 Placements over 1,000 clusters from cold by one instance, its peak RSS, and a restart
@@ -93,10 +95,18 @@ def run_latency(bootstrap: str, sizes: Sizes, repeat: int) -> Runs:
         for rate in RATES
     }
     p50 = Row("latency p50 at 1,000 submissions/s", "ms")
+    baselines = {
+        mode: (
+            Row(f"latency p99 at 1,000/s, minimal {mode} copier (a baseline)", "ms"),
+            asyncio.run(latency.measure(bootstrap, [1_000.0], sizes.latency_seconds, repeat, baseline=mode))[1_000.0],
+        )
+        for mode in latency.BASELINES
+    }
     runs: Runs = []
     for index in range(repeat):
         figures = {rows[rate]: results[rate][index]["p99"] * 1000 for rate in RATES}
         figures[p50] = results[1_000.0][index]["p50"] * 1000
+        figures.update({row: copied[index]["p99"] * 1000 for row, copied in baselines.values()})
         runs.append(figures)
     return runs
 

@@ -13,7 +13,14 @@ percentiles and the processor's mean time per stage from its /metrics (`placemen
 - engine, send, commit: deciding, sending the outputs into the task transactions, committing them, per batch;
 - visible: the rest, from the commit to the reader (the transaction markers, the reader's fetch).
 
-Usage: `python -m benchmarks.latency [--rates 100,1000,5000] [--seconds 5] [--repeat 3]` (uses
+With `--baseline exactly-once` a minimal copier takes the processor's place: per poll and per partition it opens a
+transaction, adds the consumed offsets, writes one stand-in decision per submission and commits, with the
+processor's poll, fetch and producer settings: exactly-once done the plain way, one round trip after another, and
+no placement work. `--baseline at-least-once` copies without transactions (produce, wait for the
+acknowledgements, commit the offsets): about what the same machine, broker, submitter and reader cost without
+transactions.
+
+Usage: `python -m benchmarks.latency [--rates 100,1000,5000] [--seconds 5] [--repeat 3] [--baseline MODE]` (uses
 $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker). Figures are printed, never asserted.
 """
 
@@ -27,14 +34,16 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from benchmarks.instances import Instance, Samples
 from benchmarks.queue_placement import Workload
-from benchmarks.support import kafka_broker, print_table
+from benchmarks.support import copying_consumer, kafka_broker, print_table
 from streams.kafka.admin import create_topics
+from streams.kafka.tasks import TRANSACTION_RETRY_BACKOFF_MS
 from streams.settings import KafkaSettings, Settings, TopicNames
 
 __all__ = ["main"]
@@ -102,6 +111,60 @@ async def _read(bootstrap: str, topic: str, partitions: int) -> None:
         await consumer.stop()
 
 
+BASELINES = ("exactly-once", "at-least-once")
+"""The baseline copier's modes: a transaction per partition and poll, or produce then commit the offsets."""
+
+
+async def _stand_ins(producer: AIOKafkaProducer, sink: str, partition: int, records: list[Any]) -> list[Any]:
+    """Send a stand-in decision per submission to `partition` of `sink`; returns the delivery futures."""
+    sent = []
+    for record in records:
+        app = orjson.loads(record.value or b"{}")["data"]["applicationId"]
+        decided = orjson.dumps({"type": _DECIDED[0].decode(), "data": {"applicationId": app}})
+        sent.append(await producer.send(sink, decided, key=record.key, partition=partition))
+    return sent
+
+
+async def _copy(bootstrap: str, source: str, sink: str, group: str, mode: str) -> None:
+    """The baseline's processor: consume `source` in `group` and copy each polled partition's records to the same
+    partition of `sink` as stand-in decisions, in one transaction with the consumed offsets (exactly-once), or
+    committing the offsets once the copies are acknowledged (at-least-once)."""
+    kafka = KafkaSettings()
+    exactly_once = mode == BASELINES[0]
+    consumer = copying_consumer(bootstrap, source, group, fetch_max_wait_ms=kafka.fetch_max_wait_ms)
+    producers: dict[int, AIOKafkaProducer] = {}
+    await consumer.start()
+    try:
+        while not consumer.assignment():
+            await consumer.getmany(timeout_ms=100)
+        for tp in consumer.assignment():
+            delivery: dict[str, Any] = (
+                {"transactional_id": f"{group}-{tp.partition}", "retry_backoff_ms": TRANSACTION_RETRY_BACKOFF_MS}
+                if exactly_once
+                else {"acks": "all", "enable_idempotence": True}
+            )
+            producers[tp.partition] = AIOKafkaProducer(
+                bootstrap_servers=bootstrap, compression_type=kafka.compression(), linger_ms=0, **delivery
+            )
+            await producers[tp.partition].start()
+        print(READY, flush=True)
+        while True:
+            polled = await consumer.getmany(timeout_ms=kafka.poll_timeout_ms, max_records=kafka.max_batch_records)
+            for tp, records in sorted(polled.items()):
+                producer, offsets = producers[tp.partition], {tp: records[-1].offset + 1}
+                if exactly_once:
+                    async with producer.transaction():
+                        await producer.send_offsets_to_transaction(offsets, group)
+                        await _stand_ins(producer, sink, tp.partition, records)
+                else:
+                    await asyncio.gather(*await _stand_ins(producer, sink, tp.partition, records))
+                    await consumer.commit(offsets)
+    finally:
+        for producer in producers.values():
+            await producer.stop()
+        await consumer.stop()
+
+
 class _Child:
     """A child process of this module that prints `<monotonic> <app id>` lines after a `ready` line."""
 
@@ -158,9 +221,17 @@ def _stage_sums(samples: Samples) -> dict[str, tuple[float, float]]:
 
 
 async def _run_rate(
-    bootstrap: str, settings: Settings, instance: Instance, reader: _Child, *, first: int, count: int, rate: float
+    bootstrap: str,
+    settings: Settings,
+    instance: Instance | None,
+    reader: _Child,
+    *,
+    first: int,
+    count: int,
+    rate: float,
 ) -> dict[str, float]:
-    before = _stage_sums(await instance.samples())
+    """One rate's percentiles, and the processor's stages (none for the baseline copier, `instance` None)."""
+    before = _stage_sums(await instance.samples()) if instance is not None else {}
     submitter = _Child("submit", bootstrap, settings.topics.submissions, str(first), str(count), str(rate))
     await submitter.start()
     await submitter.wait()
@@ -172,9 +243,11 @@ async def _run_rate(
             raise RuntimeError(f"{missing} of {count} decisions not seen within 60 s")
         await asyncio.sleep(0.05)
     latencies = sorted(reader.times[app] - submitter.times[app] for app in apps)
-    after = _stage_sums(await instance.samples())
+    after = _stage_sums(await instance.samples()) if instance is not None else {}
 
     def mean(stage: str) -> float:
+        if stage not in after:
+            return 0.0
         total, seen = (after[stage][0] - before[stage][0], after[stage][1] - before[stage][1])
         return total / seen if seen else 0.0
 
@@ -183,12 +256,15 @@ async def _run_rate(
 
     figures = {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": latencies[-1]}
     figures.update({stage: mean(stage) for stage in STAGES})
-    figures["visible"] = statistics.fmean(latencies) - mean("age")
-    figures["batches"] = after["commit"][1] - before["commit"][1]
+    figures["visible"] = statistics.fmean(latencies) - mean("age") if after else 0.0
+    figures["batches"] = after["commit"][1] - before["commit"][1] if after else 0.0
     return figures
 
 
-async def measure(bootstrap: str, rates: list[float], seconds: float, repeat: int) -> Runs:
+async def measure(
+    bootstrap: str, rates: list[float], seconds: float, repeat: int, *, baseline: str | None = None
+) -> Runs:
+    """Per rate, the figures of `repeat` runs: of the processor, or of the baseline copier in mode `baseline`."""
     run = uuid.uuid4().hex[:8]
     workload = _workload()
     results: Runs = {rate: [] for rate in rates}
@@ -202,12 +278,17 @@ async def measure(bootstrap: str, rates: list[float], seconds: float, repeat: in
             log_level="WARNING",
         )
         await create_topics(settings)
-        instance = Instance(settings, f"bench-l-{run}-0")
-        await instance.start()
+        instance = None if baseline else Instance(settings, f"bench-l-{run}-0")
+        topics = settings.topics
+        copier = _Child("copy", bootstrap, topics.submissions, topics.decisions, f"bench-l-{run}", str(baseline))
         reader = _Child("read", bootstrap, settings.topics.decisions, "3")
         try:
-            while not await instance.ready():
-                await asyncio.sleep(0.1)
+            if instance is None:
+                await copier.start()
+            else:
+                await instance.start()
+                while not await instance.ready():
+                    await asyncio.sleep(0.1)
             await reader.start()
             warm = _Child("submit", bootstrap, settings.topics.submissions, "0", "200", "200")
             await warm.start()
@@ -222,7 +303,9 @@ async def measure(bootstrap: str, rates: list[float], seconds: float, repeat: in
                     first += count
         finally:
             await reader.stop()
-            await instance.stop()
+            await copier.stop()
+            if instance is not None:
+                await instance.stop()
     return results
 
 
@@ -231,26 +314,33 @@ def main() -> None:
     parser.add_argument("--rates", default="100,1000,5000", help="submissions per second, comma-separated")
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds of submissions per rate and run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per rate (medians are printed)")
+    parser.add_argument("--baseline", choices=BASELINES, help="a minimal copier in this mode instead of the processor")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     with kafka_broker() as bootstrap:
-        results = asyncio.run(measure(bootstrap, rates, args.seconds, args.repeat))
-    columns = ("p50", "p90", "p99", "max", *STAGES, "visible")
+        results = asyncio.run(measure(bootstrap, rates, args.seconds, args.repeat, baseline=args.baseline))
+    percentiles = ("p50", "p90", "p99", "max")
+    columns = percentiles if args.baseline else (*percentiles, *STAGES, "visible")
+    counted = () if args.baseline else ("batches",)
     rows = []
     for rate, runs in results.items():
-        median = {name: statistics.median(run[name] for run in runs) for name in (*columns, "batches")}
-        rows.append([f"{rate:.0f}/s", *(f"{median[name] * 1000:.1f}" for name in columns), f"{median['batches']:.0f}"])
+        median = {name: statistics.median(run[name] for run in runs) for name in (*columns, *counted)}
+        cells = [f"{median[name] * 1000:.1f}" for name in columns] + [f"{median[name]:.0f}" for name in counted]
+        rows.append([f"{rate:.0f}/s", *cells])
+    who = f"a minimal {args.baseline} copier (a baseline)" if args.baseline else "the processor; stages are means"
     print_table(
-        f"submission -> decision visible (ms, medians of {args.repeat} runs of {args.seconds:g} s; stages are means)",
-        ("rate", *columns, "batches"),
+        f"submission -> decision visible through {who} (ms, medians of {args.repeat} runs of {args.seconds:g} s)",
+        ("rate", *columns, *counted),
         rows,
     )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] in ("submit", "read"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("submit", "read", "copy"):
         command, bootstrap, topic, *rest = sys.argv[1:]
-        if command == "read":
+        if command == "copy":
+            asyncio.run(_copy(bootstrap, topic, rest[0], rest[1], rest[2]))
+        elif command == "read":
             asyncio.run(_read(bootstrap, topic, int(rest[0])))
         else:
             first, count, rate = int(rest[0]), int(rest[1]), float(rest[2])

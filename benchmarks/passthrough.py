@@ -12,11 +12,11 @@ import time
 import uuid
 from collections import defaultdict
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
-from benchmarks.support import kafka_broker, percentiles, print_figures
+from benchmarks.support import copying_consumer, kafka_broker, percentiles, print_figures
 
 __all__ = ["main", "measure"]
 
@@ -44,15 +44,7 @@ async def measure(bootstrap: str, records: int, partitions: int, size: int, batc
     await admin.close()
     produce_rate = await _fill(bootstrap, source, records, size)
 
-    consumer = AIOKafkaConsumer(
-        source,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-        partition_assignment_strategy=(RangePartitionAssignor,),
-    )
+    consumer = copying_consumer(bootstrap, source, group, partition_assignment_strategy=(RangePartitionAssignor,))
     producers = {
         p: AIOKafkaProducer(
             bootstrap_servers=bootstrap, transactional_id=f"{group}-{p}", linger_ms=5, max_batch_size=262_144

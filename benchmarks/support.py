@@ -12,12 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer
+
 from localbroker.testing import session_broker
 from streams.kafka.security import connection_options
 from streams.settings import load_settings
 
 __all__ = [
     "client_options",
+    "copying_consumer",
     "kafka_broker",
     "peak_rss_mib",
     "percentiles",
@@ -40,6 +43,20 @@ def client_options(bootstrap: str) -> dict[str, Any]:
     as the processor does."""
     kafka = load_settings(kafka={"bootstrap_servers": bootstrap}).kafka
     return connection_options(kafka)
+
+
+def copying_consumer(bootstrap: str, source: str, group: str, **options: Any) -> AIOKafkaConsumer:
+    """A group member reading `source` for a benchmark's copier: from the earliest record, committed records only,
+    offsets committed by the copier (inside its transactions, or after its copies are acknowledged)."""
+    return AIOKafkaConsumer(
+        source,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        **options,
+    )
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, str]:
