@@ -17,7 +17,9 @@ broker gave p50 207, 145, 90, 84 and 90 ms, its commit stage 52, 27, 18, 17 and 
 - cluster10k: 10,000 Placements over 1,000 clusters decided from cold through Kafka by one instance, and a
   NoSelect taint on the cluster the most decisions hold;
 - cluster100k: 100,000 Placements over 1,000 clusters from cold by one instance, its peak RSS, and a restart
-  (a new instance on the same group) until ready, and until a Placement submitted then is decided;
+  (a new instance on the same group) until ready, the part of it that restored the tasks (reading their
+  changelogs and rebuilding the state, from the instance's `placement_restore_seconds`), and until a Placement
+  submitted then is decided;
 - cel: microseconds per CEL evaluation of a label test and of a claims comprehension.
 """
 
@@ -152,6 +154,7 @@ def run_cluster_large(bootstrap: str, sizes: Sizes, repeat: int) -> Runs:
     cold = Row(f"{what}, cold by one instance", "s", 60.0)
     rss = Row(f"{what}, peak RSS of the instance", "MiB", 1024.0)
     restart = Row(f"{what}, restart -> ready", "s", 10.0)
+    restored = Row(f"{what}, restart: tasks restored (changelog read, state rebuilt)", "s", 10.0)
     decided = Row(f"{what}, restart -> a new Placement decided", "s")
     runs: Runs = []
     for _ in range(repeat):
@@ -161,6 +164,7 @@ def run_cluster_large(bootstrap: str, sizes: Sizes, repeat: int) -> Runs:
                 cold: float(figures["start -> all placements committed s"]),
                 rss: float(figures["peak RSS MiB, all instances"]),
                 restart: float(figures["restart -> every instance ready s"]),
+                restored: float(figures["restart: tasks restored (slowest instance) s"]),
                 decided: float(figures["restart -> a new placement's decision s"]),
             }
         )

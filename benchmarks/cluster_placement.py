@@ -15,8 +15,9 @@
    settings and sending code, without the engine;
 5. peak RSS: of the engine phase, and of each instance (VmHWM).
 6. with `--restart`: the instances stopped after the cold start and as many new ones started on the same group;
-   the time until every new one is ready (tables read, tasks restored from their changelogs), and until a
-   Placement submitted then is decided (the restored ones are re-decided meanwhile).
+   the time until every new one is ready (tables read, tasks restored from their changelogs), how much of it
+   reading the tables and restoring the tasks took (from the instances' /metrics), and until a Placement
+   submitted then is decided (the restored ones are re-decided meanwhile).
 
 Figures are printed, never asserted. Usage: `python -m benchmarks.cluster_placement --help` (uses
 $KAFKA_BOOTSTRAP_SERVERS when set, else starts a local broker)."""
@@ -301,6 +302,10 @@ async def through_kafka(
             await group.start()
             await wait_until(group.ready, cold_timeout, "every restarted instance to be ready", interval=0.05)
             figures["restart -> every instance ready s"] = round(time.monotonic() - started, 3)
+            restored = await group.samples()  # what of it went to reading the tables and restoring the tasks
+            for table, what in (("inventory", "inventory tables read"), ("changelog", "tasks restored")):
+                slowest = max(sample(m, "placement_restore_seconds", table=table) for m in restored)
+                figures[f"restart: {what} (slowest instance) s"] = round(slowest, 3)
             # a Placement submitted at once: decided while the restored ones are re-decided, or after them all
             role, key, value = _renamed(next(workload.placement_items()), "after-restart")
             await send([(role, key, value)])
