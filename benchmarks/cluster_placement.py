@@ -302,9 +302,9 @@ async def through_kafka(
             await group.start()
             await wait_until(group.ready, cold_timeout, "every restarted instance to be ready", interval=0.05)
             figures["restart -> every instance ready s"] = round(time.monotonic() - started, 3)
-            restored = await group.samples()  # what of it went to reading the tables and restoring the tasks
+            restarted = await group.samples()  # what of it went to reading the tables and restoring the tasks
             for table, what in (("inventory", "inventory tables read"), ("changelog", "tasks restored")):
-                slowest = max(sample(m, "placement_restore_seconds", table=table) for m in restored)
+                slowest = max(sample(m, "placement_restore_seconds", table=table) for m in restarted)
                 figures[f"restart: {what} (slowest instance) s"] = round(slowest, 3)
             # a Placement submitted at once: decided while the restored ones are re-decided, or after them all
             role, key, value = _renamed(next(workload.placement_items()), "after-restart")
