@@ -133,7 +133,7 @@ class ProcessingLoop:
                 await batches.handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
                 if stale and generation == ownership.generation:  # else a task may have been restored again
                     ownership.stale.keep(owned)
-                    keys = ownership.stale.take(stale, kafka.max_batch_records, ownership.keys_of)
+                    keys = ownership.stale.take(stale, kafka.max_batch_records)
                     await batches.publish(runtime.redecide_chunks(keys, utcnow()), {})
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self._settings.queue_config_poll_seconds

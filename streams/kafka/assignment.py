@@ -172,7 +172,7 @@ class TaskOwnership:
             self._committed.pop(tp, None)
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
-        self.stale.add(partition)
+        self.stale.add(partition, self.keys_of(partition))
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
 
     def consumed_positions(self) -> dict[TopicPartition, int]:

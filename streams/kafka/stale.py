@@ -6,23 +6,28 @@ task in one batch held up everything else: an answer that the inventory changed 
 about as much as a first decision (a NoSelect taint that changes 2,042 of 10,000 decisions is 1.3 s of engine
 work), and no submission, inventory change or timer was decided meanwhile. So the loop re-decides at most a
 batch's worth of subjects per turn, each slice on the inventory read to its end in that turn, and decides the
-records polled meanwhile between the slices. A subject such a batch decided is re-decided again by its slice
-later; that publishes nothing unless its answer changed.
+records polled meanwhile between the slices. A restored subject such a batch decided is re-decided again by its
+slice later; that publishes nothing unless its answer changed.
+
+Only the subjects the restore brought are due: the keys are taken when the task is restored. Subjects that
+batches create afterwards were decided on the inventory read to its end already; listing a task's keys only when
+its turn came re-decided them too, and in a cold start (every task restored empty) that was a thousand first
+decisions evaluated again after each of the first batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 __all__ = ["StaleTasks"]
 
 
 class StaleTasks:
-    """The restored tasks and, once a task's turn has come, its keys still to be re-decided."""
+    """The restored tasks and the keys each still has to re-decide."""
 
     def __init__(self) -> None:
-        self._keys: dict[int, list[str] | None] = {}
-        """Per task, its keys not re-decided yet; None until its turn comes (then every key it holds)."""
+        self._keys: dict[int, list[str]] = {}
+        """Per task, the restored keys not re-decided yet, in key order."""
 
     def __bool__(self) -> bool:
         return bool(self._keys)
@@ -31,9 +36,14 @@ class StaleTasks:
         """The tasks with subjects still to be re-decided."""
         return frozenset(self._keys)
 
-    def add(self, task: int) -> None:
-        """The task was restored (again): every subject it holds is to be re-decided, whatever was taken before."""
-        self._keys[task] = None
+    def add(self, task: int, restored: Iterable[str]) -> None:
+        """The task was restored (again) with these keys: all of them are due, whatever was taken before. A task
+        restored empty has nothing to re-decide and is not kept."""
+        keys = sorted(restored)
+        if keys:
+            self._keys[task] = keys
+        else:
+            self._keys.pop(task, None)
 
     def keep(self, tasks: Iterable[int]) -> None:
         """Forget the tasks not among `tasks` (no longer owned)."""
@@ -41,16 +51,14 @@ class StaleTasks:
         for task in [task for task in self._keys if task not in kept]:
             del self._keys[task]
 
-    def take(self, eligible: Iterable[int], limit: int, keys_of: Callable[[int], list[str]]) -> list[str]:
+    def take(self, eligible: Iterable[int], limit: int) -> list[str]:
         """Up to `limit` keys of the `eligible` tasks, task by task in partition order, no longer pending once
-        taken. `keys_of(task)` lists a task's keys when its turn comes; a task with none left is done."""
+        taken; a task with none left is done."""
         taken: list[str] = []
         for task in sorted(set(eligible) & self._keys.keys()):
             if len(taken) >= limit:
                 break
             keys = self._keys[task]
-            if keys is None:
-                keys = self._keys[task] = sorted(keys_of(task))
             room = limit - len(taken)
             taken += keys[:room]
             del keys[:room]

@@ -6,15 +6,7 @@ import pytest
 
 from streams.kafka.stale import StaleTasks
 
-HELD = {0: ["a3", "a1", "a2"], 1: ["b1", "b2"], 2: ["c1"]}
-
-
-def _keys_of(asked: list[int]) -> object:
-    def keys_of(task: int) -> list[str]:
-        asked.append(task)
-        return list(HELD[task])
-
-    return keys_of
+RESTORED = {0: ["a3", "a1", "a2"], 1: ["b1", "b2"], 2: ["c1"]}
 
 
 @pytest.mark.parametrize(
@@ -32,28 +24,45 @@ def _keys_of(asked: list[int]) -> object:
 def test_slices_cover_each_restored_key_once(
     restored: list[int], eligible: set[int], limit: int, slices: list[list[str]], left: set[int]
 ) -> None:
-    stale, asked = StaleTasks(), []
+    stale = StaleTasks()
     for task in restored:
-        stale.add(task)
-    got = [stale.take(eligible, limit, _keys_of(asked)) for _ in slices]  # type: ignore[arg-type]
+        stale.add(task, RESTORED[task])
+    got = [stale.take(eligible, limit) for _ in slices]
     assert got == slices
     assert stale.tasks() == left
     assert bool(stale) == bool(left)
-    assert sorted(asked) == sorted(set(asked)), "a task's keys are listed once, when its turn comes"
 
 
 def test_a_task_restored_again_starts_over_with_every_key() -> None:
-    stale, asked = StaleTasks(), []
-    stale.add(0)
-    assert stale.take({0}, 2, _keys_of(asked)) == ["a1", "a2"]  # type: ignore[arg-type]
-    stale.add(0)  # its transaction aborted: restored again, the keys taken already are due again
-    assert stale.take({0}, 5, _keys_of(asked)) == ["a1", "a2", "a3"]  # type: ignore[arg-type]
-    assert asked == [0, 0] and not stale
+    stale = StaleTasks()
+    stale.add(0, RESTORED[0])
+    assert stale.take({0}, 2) == ["a1", "a2"]
+    stale.add(0, RESTORED[0])  # its transaction aborted: restored again, the keys taken already are due again
+    assert stale.take({0}, 5) == ["a1", "a2", "a3"]
+    assert not stale
+
+
+def test_only_the_restored_keys_are_due_not_those_created_later() -> None:
+    """The keys are fixed at the restore: a subject a batch created afterwards was decided on fresh inventory."""
+    stale, held = StaleTasks(), ["a2", "a1"]
+    stale.add(0, held)
+    held.append("a0")  # a batch created a subject of the task after its restore
+    assert stale.take({0}, 10) == ["a1", "a2"]
+
+
+def test_a_task_restored_empty_has_nothing_due() -> None:
+    """A cold start restores every task empty: the loop then has no slice to run and its poll need not hurry."""
+    stale = StaleTasks()
+    stale.add(0, [])
+    stale.add(1, ["b1"])
+    assert stale.tasks() == {1}
+    stale.add(1, [])  # restored again, now empty: what it had before is gone with it
+    assert not stale
 
 
 def test_tasks_no_longer_owned_are_forgotten() -> None:
     stale = StaleTasks()
     for task in (0, 1, 2):
-        stale.add(task)
+        stale.add(task, RESTORED[task])
     stale.keep({1, 5})
     assert stale.tasks() == {1}
