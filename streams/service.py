@@ -221,7 +221,9 @@ class Processor:
             self.health.progressed()
 
         inventory_topics = (self._names.cluster_status, self._names.taints)
-        self._barrier, count = await InventoryBarrier.catch_up(self.settings.kafka, inventory_topics, apply)
+        self._barrier, count = await InventoryBarrier.catch_up(
+            self.settings.kafka, inventory_topics, apply, self._subject_topics
+        )
         self.metrics.restore_seconds.labels("inventory").set(time.perf_counter() - started)
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
 

@@ -7,7 +7,10 @@ records were fetched, the tables are read up to the end offsets they have now, w
 were fetched and therefore after anything produced before them.
 
 The end offsets are asked through a client of their own: on the tables reader's connection the request would
-queue behind its long-polling fetch, which the broker holds for up to the fetch wait when nothing is new.
+queue behind its long-polling fetch, which the broker holds for up to the fetch wait when nothing is new. That
+client learns the subject topics' partition leaders in the background as soon as it starts: aiokafka looks a
+partition's leader up only when an offsets request first names it, and then answers after its retry backoff,
+which cost the first batch after every start 100-200 ms.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from streams.kafka.tables import RecordSink, new_reader, read_to_end
+from streams.kafka.tasks import retrieve_later
 from streams.settings import KafkaSettings
 
 __all__ = ["InventoryBarrier"]
@@ -28,25 +32,39 @@ class InventoryBarrier:
 
     @classmethod
     async def catch_up(
-        cls, kafka: KafkaSettings, topics: Sequence[str], sink: RecordSink
+        cls, kafka: KafkaSettings, topics: Sequence[str], sink: RecordSink, subject_topics: Sequence[str] = ()
     ) -> tuple[InventoryBarrier, int]:
         """Read every partition of the table topics from the beginning to their end of now into `sink` (the
-        GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too."""
+        GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too.
+        `subject_topics`: those whose end offsets `read` will ask along with the tables'."""
         tables = new_reader(kafka, f"{kafka.client_id}-tables")
         offsets = new_reader(kafka, f"{kafka.client_id}-offsets")
         try:
             await tables.start()
             await offsets.start()
-            partitions = [TopicPartition(t, p) for t in topics for p in sorted(tables.partitions_for_topic(t) or {0})]
+            partitions = _partitions(tables, topics)
             tables.assign(partitions)
-            count = await read_to_end(tables, partitions, sink)
+            # one request per topic: a request learns the leaders of its first unknown topic only, then backs off
+            learning = asyncio.gather(
+                *(offsets.end_offsets(_partitions(tables, [topic])) for topic in (*topics, *subject_topics))
+            )
+            retrieve_later(learning)  # a failure is the next read's to meet, not to be logged as never retrieved
+            try:
+                count = await read_to_end(tables, partitions, sink)
+            except BaseException:
+                learning.cancel()
+                raise
         except BaseException:  # e.g. a stop during catch-up: the caller holds no reader yet, so close them here
             await asyncio.gather(tables.stop(), offsets.stop(), return_exceptions=True)
             raise
-        return cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000), count
+        barrier = cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000)
+        barrier._learning = learning
+        return barrier, count
 
     async def stop(self) -> None:
         """Stop both readers."""
+        if self._learning is not None:
+            self._learning.cancel()
         await self._tables.stop()
         await self._offsets.stop()
 
@@ -61,6 +79,8 @@ class InventoryBarrier:
         self._offsets = offsets
         self._partitions = list(partitions)
         self._timeout = timeout
+        self._learning: asyncio.Future[list[dict[TopicPartition, int]]] | None = None
+        """The offsets client learning the partition leaders (see the module docstring), until a read waited."""
         self._held: list[ConsumerRecord[bytes, bytes]] = []
         """Records already fetched, past the tables' positions, that no batch has applied yet: a read that failed
         fetched them, or a batch gave them back. Dropping them would lose those inventory changes for good."""
@@ -69,8 +89,10 @@ class InventoryBarrier:
         self, *, to_end: bool, max_records: int, subjects: Sequence[TopicPartition] = ()
     ) -> tuple[list[ConsumerRecord[bytes, bytes]], dict[TopicPartition, int]]:
         """What the tables have fetched so far; with `to_end`, everything up to their end offsets of now, and the
-        end offsets of `subjects` asked in the same request: a subject record below them was produced before the
-        tables' ends were taken, so the batch may take it too (see top_up).
+        end offsets of `subjects`, asked first and answered before the tables' are asked: a subject record below
+        them was produced before the tables' ends were taken, so the batch may take it too (see top_up). In one
+        request the broker may take the subjects' ends after the tables' (it goes through the partitions in turn),
+        and a subject produced in between, with its inventory, would be decided without that inventory.
 
         Raises TimeoutError when the broker does not answer within the timeout: the caller must not decide the
         batch then (its records are fetched again after the consumer is rewound). What the read had fetched of the
@@ -84,7 +106,10 @@ class InventoryBarrier:
                 return found, {}
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self._timeout
-            end = await asyncio.wait_for(self._offsets.end_offsets([*self._partitions, *subjects]), self._timeout)
+            await self._leaders_learnt(deadline - loop.time())
+            offsets = self._offsets
+            ends = await asyncio.wait_for(offsets.end_offsets(list(subjects)), self._timeout) if subjects else {}
+            end = await asyncio.wait_for(offsets.end_offsets(self._partitions), self._timeout)
             while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
                 left = deadline - loop.time()
                 if left <= 0:
@@ -95,7 +120,16 @@ class InventoryBarrier:
         except BaseException:
             self._held = found
             raise
-        return found, {tp: end[tp] for tp in subjects}
+        return found, ends
+
+    async def _leaders_learnt(self, timeout: float) -> None:
+        """Wait (up to `timeout`) for the background lookup of the leaders; its failure is not raised: the read's
+        own request meets whatever is still wrong."""
+        learning, self._learning = self._learning, None
+        if learning is None:
+            return
+        await asyncio.wait([learning], timeout=max(timeout, 0))
+        learning.cancel()
 
     def give_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
         """Records a read returned that their batch did not apply (it failed after the read): the next read
@@ -106,3 +140,8 @@ class InventoryBarrier:
         """Ask the broker for the tables' end offsets: raises TimeoutError or a KafkaError when it does not answer,
         which is how the processor learns that the broker is out of reach (the consumers only go quiet)."""
         await asyncio.wait_for(self._offsets.end_offsets(self._partitions), timeout)
+
+
+def _partitions(reader: AIOKafkaConsumer, topics: Sequence[str]) -> list[TopicPartition]:
+    """Every partition of the topics, as the reader's metadata has them (one partition when it has none)."""
+    return [TopicPartition(t, p) for t in topics for p in sorted(reader.partitions_for_topic(t) or {0})]

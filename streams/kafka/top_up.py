@@ -2,8 +2,8 @@
 
 aiokafka fetches a broker's partitions again only once everything it fetched from them was consumed, so what
 a poll returns was fetched right after the previous poll: a record produced while that batch was decided and
-committed waited for the next poll to fetch it and for a whole further batch to be returned. The barrier's
-offsets request now also asks the subject partitions' ends, and the batch takes what lies below them before
+committed waited for the next poll to fetch it and for a whole further batch to be returned. The barrier now
+also asks the subject partitions' ends, just before the tables', and the batch takes what lies below them before
 it is decided. Only records below those ends are taken: they were produced before the tables' ends were taken,
 so the inventory barrier covers them as it covers the polled ones.
 """

@@ -104,3 +104,38 @@ async def test_inventory_fetched_for_a_batch_that_fails_goes_with_the_next(world
         assert again == [], "given once, not twice"
     finally:
         await barrier.stop()
+
+
+async def test_the_subjects_ends_are_taken_before_the_tables_ends(world: KafkaWorld) -> None:
+    """A subject record below its end was produced before that end was taken; so must the tables' ends be taken
+    after it, by a request of their own, for the inventory produced before that record to lie below them."""
+    settings = world.settings()
+    counts = await create_topics(settings)
+    status, submissions = settings.topics.cluster_status, settings.topics.submissions
+    await world.produce([(status, "ManagedCluster/c0", cluster(0))])
+
+    async def applied(records: object) -> None:
+        return None
+
+    barrier, count = await InventoryBarrier.catch_up(settings.kafka, [status], applied, [submissions])
+    asked: list[tuple[str, set[str]]] = []
+    offsets = barrier._offsets
+    end_offsets = offsets.end_offsets
+
+    async def spied(partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        topics = {tp.topic for tp in partitions}
+        asked.append(("asked", topics))
+        answer: dict[TopicPartition, int] = await end_offsets(partitions)
+        asked.append(("answered", topics))
+        return answer
+
+    offsets.end_offsets = spied  # type: ignore[method-assign]
+    try:
+        await world.produce([(submissions, "Placement/apps0/web", event("placement.applied", {}))])
+        subjects = [TopicPartition(submissions, p) for p in range(counts[submissions])]
+        _, ends = await barrier.read(to_end=True, max_records=100, subjects=subjects)
+    finally:
+        await barrier.stop()
+    assert count == 1
+    assert sorted(ends.values()) == [0] * (len(subjects) - 1) + [1]
+    assert asked == [("asked", {submissions}), ("answered", {submissions}), ("asked", {status}), ("answered", {status})]
