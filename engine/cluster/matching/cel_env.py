@@ -47,8 +47,16 @@ ALLOWED_FUNCTIONS = frozenset({"has", "all", "exists", "exists_one", "map", "fil
 )
 """Every function name an expression may call (spec C12): the macros and the declared functions."""
 
-_ENV = celpy.Environment()
 _CLUSTER_VARIABLE = "managedCluster"
+
+
+@functools.cache
+def _environment() -> celpy.Environment:
+    """cel-python's environment, built when the first expression is compiled: building its parser takes about
+    0.1 s, which every process paid at import, whether or not it ever compiled an expression. (Built ahead in the
+    engine thread while the service connected, it held the interpreter lock the connecting took turns with, and
+    the service was ready 0.1-0.2 s later.)"""
+    return celpy.Environment()
 
 
 class CelCompileError(EngineError, ValueError):
@@ -137,7 +145,7 @@ def compile_expression(text: str) -> CompiledExpression:
     if len(text) > MAX_CODE_POINTS:  # before parsing: the parser's time grows with the text
         raise CelCompileError(limits(text, lark.Tree("expr", [])) or "")
     try:
-        ast = _ENV.compile(text)
+        ast = _environment().compile(text)
     except CELParseError as exc:
         line, column = exc.line or 1, exc.column or 1
         detail = str(exc.args[0]).splitlines()[0] if exc.args else "syntax error"
