@@ -105,16 +105,19 @@ class InventoryBarrier:
             if not to_end:
                 return found, {}
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + self._timeout
-            await self._leaders_learnt(deadline - loop.time())
+            deadline = loop.time() + self._timeout  # the whole read, however many requests it takes
+
+            def left() -> float:
+                return max(deadline - loop.time(), 0.0)
+
+            await self._leaders_learnt(left())
             offsets = self._offsets
-            ends = await asyncio.wait_for(offsets.end_offsets(list(subjects)), self._timeout) if subjects else {}
-            end = await asyncio.wait_for(offsets.end_offsets(self._partitions), self._timeout)
+            ends = await asyncio.wait_for(offsets.end_offsets(list(subjects)), left()) if subjects else {}
+            end = await asyncio.wait_for(offsets.end_offsets(self._partitions), left())
             while pending := [tp for tp in self._partitions if await tables.position(tp) < end[tp]]:
-                left = deadline - loop.time()
-                if left <= 0:
+                if not left():
                     raise TimeoutError(f"the inventory tables did not reach their end within {self._timeout}s")
-                wait_ms = int(min(left, 0.2) * 1000)
+                wait_ms = int(min(left(), 0.2) * 1000)
                 fetched = await tables.getmany(*pending, timeout_ms=wait_ms, max_records=max_records)
                 found.extend(r for batch in fetched.values() for r in batch)
         except BaseException:
@@ -124,11 +127,12 @@ class InventoryBarrier:
 
     async def _leaders_learnt(self, timeout: float) -> None:
         """Wait (up to `timeout`) for the background lookup of the leaders; its failure is not raised: the read's
-        own request meets whatever is still wrong."""
+        own requests meet whatever is still wrong, within what is left of the read's timeout."""
         learning, self._learning = self._learning, None
         if learning is None:
             return
-        await asyncio.wait([learning], timeout=max(timeout, 0))
+        if timeout > 0:
+            await asyncio.wait([learning], timeout=timeout)
         learning.cancel()
 
     def give_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
