@@ -1,12 +1,16 @@
 """After a restart, the restored subjects are re-decided a slice per loop turn, on a real broker, and what
-arrives meanwhile is decided between the slices instead of after all of them."""
+arrives meanwhile is decided between the slices instead of after all of them; a cold start, whose tasks are
+restored empty, re-decides nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from kafka_support import KafkaWorld, event, running, values, wait_for
+
+from streams.kafka.admin import create_topics
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +99,19 @@ async def test_restored_subjects_are_redecided_in_slices_between_batches(world: 
         "Placement/apps/new",
         "Placement/apps/later",
     }
+
+
+async def test_a_cold_start_decides_each_subject_once(world: KafkaWorld) -> None:
+    """The first batches' subjects were decided on the inventory read to its end: no restored-task slice takes them
+    again (every task of a cold start is restored empty; listing a task's subjects when its slice came did)."""
+    topics = world.topics
+    settings = world.settings(kafka={"max_batch_records": SLICE})  # many loop turns, each a slice's chance
+    await create_topics(settings)
+    names = [f"p{i:03}" for i in range(PLACEMENTS)]
+    await world.produce([*_cluster_set(world), (topics.cluster_status, "ManagedCluster/c1", _cluster("c1"))])
+    await world.produce([(topics.submissions, f"Placement/apps/{n}", _placement(n)) for n in names])  # a backlog
+    async with running(settings) as processor:
+        await world.collect(topics.decisions, lambda r: len(values(r, "placement.decided.v1")) >= PLACEMENTS)
+        await asyncio.sleep(0.5)  # loop turns enough for a slice that would re-decide them
+        decided = processor.metrics.registry.get_sample_value("placement_subjects_decided_total")
+    assert decided == PLACEMENTS
