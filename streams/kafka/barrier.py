@@ -8,7 +8,7 @@ were fetched and therefore after anything produced before them.
 
 The end offsets are asked through a client of their own: on the tables reader's connection the request would
 queue behind its long-polling fetch, which the broker holds for up to the fetch wait when nothing is new. That
-client learns the subject topics' partition leaders in the background as soon as it starts: aiokafka looks a
+client learns the table and subject topics' partition leaders while the tables are caught up: aiokafka looks a
 partition's leader up only when an offsets request first names it, and then answers after its retry backoff,
 which cost the first batch after every start 100-200 ms.
 """
@@ -16,15 +16,24 @@ which cost the first batch after every start 100-200 ms.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import KafkaError
 
 from streams.kafka.tables import RecordSink, new_reader, read_to_end
-from streams.kafka.tasks import retrieve_later
 from streams.settings import KafkaSettings
 
-__all__ = ["InventoryBarrier"]
+__all__ = ["OFFSETS_RETRY_BACKOFF_MS", "InventoryBarrier"]
+
+OFFSETS_RETRY_BACKOFF_MS = 20
+"""How soon the offsets client asks again after learning that it does not know a partition's leader (at its
+first request for a topic, and after a leader moved): every batch with subject records waits for its answer,
+and aiokafka's 100 ms made the leaders' lookup outlast the tables' catch-up."""
+
+_LEARN_SECONDS = 2.0
+"""At most this long the catch-up waits for the leaders' lookup; a read meets whatever it did not learn."""
 
 
 class InventoryBarrier:
@@ -38,33 +47,23 @@ class InventoryBarrier:
         GlobalKTable rule: nothing is decided before), then keep tailing them; returns the record count too.
         `subject_topics`: those whose end offsets `read` will ask along with the tables'."""
         tables = new_reader(kafka, f"{kafka.client_id}-tables")
-        offsets = new_reader(kafka, f"{kafka.client_id}-offsets")
+        offsets = new_reader(kafka, f"{kafka.client_id}-offsets", retry_backoff_ms=OFFSETS_RETRY_BACKOFF_MS)
         try:
             await tables.start()
             await offsets.start()
             partitions = _partitions(tables, topics)
             tables.assign(partitions)
-            # one request per topic: a request learns the leaders of its first unknown topic only, then backs off
-            learning = asyncio.gather(
-                *(offsets.end_offsets(_partitions(tables, [topic])) for topic in (*topics, *subject_topics))
+            learnt = [*topics, *subject_topics]
+            count, _ = await asyncio.gather(
+                read_to_end(tables, partitions, sink), _learn_leaders(offsets, tables, learnt, _LEARN_SECONDS)
             )
-            retrieve_later(learning)  # a failure is the next read's to meet, not to be logged as never retrieved
-            try:
-                count = await read_to_end(tables, partitions, sink)
-            except BaseException:
-                learning.cancel()
-                raise
         except BaseException:  # e.g. a stop during catch-up: the caller holds no reader yet, so close them here
             await asyncio.gather(tables.stop(), offsets.stop(), return_exceptions=True)
             raise
-        barrier = cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000)
-        barrier._learning = learning
-        return barrier, count
+        return cls(tables, offsets, partitions, kafka.session_timeout_ms / 1000), count
 
     async def stop(self) -> None:
         """Stop both readers."""
-        if self._learning is not None:
-            self._learning.cancel()
         await self._tables.stop()
         await self._offsets.stop()
 
@@ -79,8 +78,6 @@ class InventoryBarrier:
         self._offsets = offsets
         self._partitions = list(partitions)
         self._timeout = timeout
-        self._learning: asyncio.Future[list[dict[TopicPartition, int]]] | None = None
-        """The offsets client learning the partition leaders (see the module docstring), until a read waited."""
         self._held: list[ConsumerRecord[bytes, bytes]] = []
         """Records already fetched, past the tables' positions, that no batch has applied yet: a read that failed
         fetched them, or a batch gave them back. Dropping them would lose those inventory changes for good."""
@@ -110,7 +107,6 @@ class InventoryBarrier:
             def left() -> float:
                 return max(deadline - loop.time(), 0.0)
 
-            await self._leaders_learnt(left())
             offsets = self._offsets
             ends = await asyncio.wait_for(offsets.end_offsets(list(subjects)), left()) if subjects else {}
             end = await asyncio.wait_for(offsets.end_offsets(self._partitions), left())
@@ -124,16 +120,6 @@ class InventoryBarrier:
             self._held = found
             raise
         return found, ends
-
-    async def _leaders_learnt(self, timeout: float) -> None:
-        """Wait (up to `timeout`) for the background lookup of the leaders; its failure is not raised: the read's
-        own requests meet whatever is still wrong, within what is left of the read's timeout."""
-        learning, self._learning = self._learning, None
-        if learning is None:
-            return
-        if timeout > 0:
-            await asyncio.wait([learning], timeout=timeout)
-        learning.cancel()
 
     def give_back(self, records: list[ConsumerRecord[bytes, bytes]]) -> None:
         """Records a read returned that their batch did not apply (it failed after the read): the next read
@@ -149,3 +135,14 @@ class InventoryBarrier:
 def _partitions(reader: AIOKafkaConsumer, topics: Sequence[str]) -> list[TopicPartition]:
     """Every partition of the topics, as the reader's metadata has them (one partition when it has none)."""
     return [TopicPartition(t, p) for t in topics for p in sorted(reader.partitions_for_topic(t) or {0})]
+
+
+async def _learn_leaders(
+    offsets: AIOKafkaConsumer, metadata: AIOKafkaConsumer, topics: Sequence[str], timeout: float
+) -> None:
+    """Ask the offsets client for the end offsets of every partition of `topics`, one request per topic (a request
+    learns the leaders of its first unknown topic only, then backs off), so that the barrier's reads find them
+    known. A failure is left to those reads to meet; only the time is bounded here."""
+    asks = [offsets.end_offsets(_partitions(metadata, [topic])) for topic in topics]
+    with contextlib.suppress(TimeoutError, KafkaError):
+        await asyncio.wait_for(asyncio.gather(*asks), timeout)

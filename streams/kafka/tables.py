@@ -92,12 +92,15 @@ async def read_latest(
     return count
 
 
-def new_reader(kafka: KafkaSettings, client_id: str, *, fetch_max_wait_ms: int = 500) -> AIOKafkaConsumer:
+def new_reader(
+    kafka: KafkaSettings, client_id: str, *, fetch_max_wait_ms: int = 500, retry_backoff_ms: int = 100
+) -> AIOKafkaConsumer:
     """A group-less, read_committed consumer for manual assignment."""
     return AIOKafkaConsumer(
         **connection_options(kafka),
         client_id=client_id,
         fetch_max_wait_ms=fetch_max_wait_ms,
+        retry_backoff_ms=retry_backoff_ms,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
