@@ -1,10 +1,11 @@
 """cel-python's CEL parser from a parse table shipped with the package, instead of one built at first use.
 
 Lark builds the LALR table of the CEL grammar in about 0.1 s, and every process paid it with its first expression:
-in a cold start, inside the first batch. The table is plain data, so it is kept as JSON beside this module
-(written by `scripts/cel_parser_table.py`; Lark's own cache would be a pickle) and used only while its fingerprint
-(the grammar text, the parser options, lark's minor version) matches what is installed; otherwise the parser is
-built as before. The tests compare the loaded parser with cel-python's own on every construct of the grammar.
+in a cold start, inside the first batch. The table is plain data, so it ships as JSON text in a generated module,
+`cel_parser_table_data` (written by `scripts/cel_parser_table.py`; Lark's own cache would be a pickle), and is used
+only while its fingerprint (cel-python's grammar, the parser options, lark's minor version) matches what is
+installed; otherwise the parser is built as before. The tests compare the loaded parser with cel-python's own
+on every construct of the grammar.
 """
 
 from __future__ import annotations
@@ -19,15 +20,12 @@ from typing import Any
 import lark
 from celpy import celparser
 from celpy.celparser import CELParser
-from lark.exceptions import LarkError
 from lark.grammar import Rule
 from lark.lexer import TerminalDef
 
-__all__ = ["TABLE_PATH", "build_parser", "fingerprint", "install_parser", "load_parser", "table_document"]
+__all__ = ["build_parser", "fingerprint", "install_parser", "load_parser", "table_document"]
 
 _log = logging.getLogger(__name__)
-
-TABLE_PATH = Path(__file__).with_name("cel_parser_table.json")
 
 _GRAMMAR_PATH = Path(celparser.__file__).with_name("cel.lark")
 
@@ -87,30 +85,33 @@ def _decode(obj: dict[str, Any]) -> Any:
 
 
 def table_document(parser: lark.Lark) -> dict[str, Any]:
-    """The JSON document of a built parser's table, with its fingerprint."""
+    """The table of a built parser as JSON-ready data, with its fingerprint."""
     data, memo = parser.memo_serialize([TerminalDef, Rule])
     code = {*_runtime_options(), "_plugins", "transformer"}
     data["options"] = {key: value for key, value in data["options"].items() if key not in code}
     return {"fingerprint": fingerprint(), "table": _encode({"data": data, "memo": memo})}
 
 
-def load_parser(text: str) -> lark.Lark | None:
-    """The parser of a table document; None when the document was made for another grammar, options or lark."""
-    document = json.loads(text, object_hook=_decode)
-    if document.get("fingerprint") != fingerprint():
+def load_parser(table: str, table_fingerprint: str) -> lark.Lark | None:
+    """The parser of a table's JSON text; None when it was made for another grammar, options or lark."""
+    if table_fingerprint != fingerprint():
         return None
-    loaded: lark.Lark = lark.Lark.__new__(lark.Lark)._load(document["table"], **_runtime_options())
+    loaded: lark.Lark = lark.Lark.__new__(lark.Lark)._load(json.loads(table, object_hook=_decode), **_runtime_options())
     return loaded
 
 
-def install_parser() -> bool:
-    """Give cel-python the shipped table's parser unless it has one; True when it was installed. Any failure to
-    read the table leaves cel-python to build its parser."""
+def install_parser(table: tuple[str, str] | None = None) -> bool:
+    """Give cel-python the parser of `table` ((JSON text, fingerprint); by default the shipped one) unless it has
+    one; True when it was installed. Any failure to read the table leaves cel-python to build its parser."""
     if CELParser.CEL_PARSER is not None:
         return False
     try:
-        parser = load_parser(TABLE_PATH.read_text())
-    except (OSError, ValueError, KeyError, TypeError, LarkError) as exc:
+        if table is None:
+            from engine.cluster.matching import cel_parser_table_data as shipped  # noqa: PLC0415 - 150 kB, if used
+
+            table = (shipped.TABLE, shipped.FINGERPRINT)
+        parser = load_parser(*table)
+    except Exception as exc:  # lark validates with asserts too; a table that fails must only cost the build
         _log.warning("the shipped CEL parse table cannot be read (%s); building the parser", exc)
         return False
     if parser is None:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import lark
 import pytest
 from celpy.celparser import CELParser
 
-from engine.cluster.matching import cel_parser_table
+from engine.cluster.matching import cel_parser_table_data as shipped
 from engine.cluster.matching.cel_env import compile_expression
-from engine.cluster.matching.cel_parser_table import TABLE_PATH, fingerprint, install_parser, load_parser
+from engine.cluster.matching.cel_parser_table import fingerprint, install_parser, load_parser
 
 # every construct of the grammar, and inputs it refuses at each stage (lexer, parser, end of input)
 PARSED = [
@@ -54,7 +52,7 @@ REFUSED = [
 @pytest.fixture(scope="module")
 def parsers() -> Iterator[tuple[lark.Lark, lark.Lark]]:
     """(the shipped table's parser, the parser cel-python builds itself)."""
-    loaded = load_parser(TABLE_PATH.read_text())
+    loaded = load_parser(shipped.TABLE, shipped.FINGERPRINT)
     assert loaded is not None, "the shipped table is stale: run scripts/cel_parser_table.py"
     installed = CELParser.CEL_PARSER
     CELParser.CEL_PARSER = None
@@ -74,8 +72,7 @@ def _positions(tree: lark.Tree[lark.Token]) -> list[tuple[object, ...]]:
 
 
 def test_the_shipped_table_is_for_the_installed_grammar_and_lark() -> None:
-    shipped = json.loads(TABLE_PATH.read_text())["fingerprint"]
-    assert shipped == fingerprint(), "the grammar, options or lark changed: run scripts/cel_parser_table.py"
+    assert fingerprint() == shipped.FINGERPRINT, "the grammar, options or lark changed: run scripts/cel_parser_table.py"
 
 
 @pytest.mark.parametrize("text", PARSED)
@@ -98,21 +95,19 @@ def test_the_table_refuses_what_cel_python_refuses(parsers: tuple[lark.Lark, lar
 
 
 @pytest.mark.parametrize(
-    ("content", "why"),
+    ("table", "why"),
     [
-        ("not json", "unreadable"),
-        (json.dumps({"fingerprint": "0" * 64, "table": {}}), "another lark or grammar"),
-        (json.dumps({"fingerprint": fingerprint(), "table": {"data": {}}}), "truncated"),
+        (("not json", fingerprint()), "unreadable"),
+        ((shipped.TABLE, "0" * 64), "another lark or grammar"),
+        (('{"data": {}, "memo": {}}', fingerprint()), "truncated"),
+        (("[]", fingerprint()), "not a table"),
     ],
 )
 def test_a_table_that_cannot_serve_leaves_cel_python_to_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, why: str
+    monkeypatch: pytest.MonkeyPatch, table: tuple[str, str], why: str
 ) -> None:
-    table = tmp_path / "table.json"
-    table.write_text(content)
-    monkeypatch.setattr(cel_parser_table, "TABLE_PATH", table)
     monkeypatch.setattr(CELParser, "CEL_PARSER", None)
-    assert install_parser() is False, why
+    assert install_parser(table) is False, why
     assert CELParser.CEL_PARSER is None
 
 
