@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from engine.runtime import Handover, InputRecord, Runtime
 from streams.kafka.clients import Records
@@ -27,6 +27,10 @@ from topics.names import TopicRole
 __all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued", "without_processed"]
 
 log = logging.getLogger("placement.service")
+
+GROUP_COMMIT_TIMEOUT_SECONDS = 1.0
+"""Longest the loop waits for idle tasks' offsets to reach the group (one request, at most once per interval; a
+rebalance waits for it)."""
 
 
 @dataclass
@@ -156,6 +160,10 @@ class BatchHandler:
         """Publish outputs (see Publisher) and restore from Kafka each task whose transaction was aborted."""
         for task in await self._publisher.publish(self.runtime, chunks, offsets):
             await self._take_task(task)
+
+    async def commit_group_offsets(self, consumer: AIOKafkaConsumer) -> None:
+        """Bring the group's offsets of tasks due a group commit up to what their transactions committed."""
+        await self._publisher.commit_group_offsets(consumer, GROUP_COMMIT_TIMEOUT_SECONDS, all_behind=False)
 
     def _inputs(self, records: Iterable[ConsumerRecord[bytes, bytes]]) -> list[InputRecord]:
         return input_records(records, self._roles)

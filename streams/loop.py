@@ -135,6 +135,8 @@ class ProcessingLoop:
                     ownership.stale.keep(owned)
                     keys = ownership.stale.take(stale, kafka.max_batch_records)
                     await batches.publish(runtime.redecide_chunks(keys, utcnow()), {})
+                if self._health.broker_reachable:  # an idle task's positions reach the group's offsets too
+                    await batches.commit_group_offsets(consumer)
                 if self._queue_file is not None and clock >= next_reload:
                     next_reload = clock + self._settings.queue_config_poll_seconds
                     await self._reload_queue_config()

@@ -7,11 +7,14 @@ over, so the loop keeps heartbeating to the group and answering the health probe
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable
 
-from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from engine.runtime import Handover, Runtime
 from streams.engine_thread import EngineThread
@@ -25,6 +28,8 @@ from topics.names import TopicRole
 __all__ = ["Publisher"]
 
 Offsets = dict[int, dict[TopicPartition, int]]
+
+log = logging.getLogger("placement.service")
 
 
 class Publisher:
@@ -56,6 +61,30 @@ class Publisher:
         """The consumed position each subject partition's last committed transaction recorded: after a
         rebalance the group's committed offsets can lag it until the transaction markers are written (the
         client cannot ask for stable offsets), so the caller seeks to what it knows it committed."""
+        self._group_behind: set[TopicPartition] = set()
+        """Subject partitions whose last committed position went only into the task's changelog record."""
+
+    async def commit_group_offsets(self, consumer: AIOKafkaConsumer, timeout: float, *, all_behind: bool) -> None:
+        """Commit to the group the positions that transactions recorded only in the changelog: those of tasks
+        due a group commit (`TaskProducers.group_offsets_due`), which no transaction brings while a task is
+        idle, or with `all_behind` every one (a graceful stop). Outside a transaction: they are committed
+        already, and the group's offsets are only a lower bound of where a new owner starts."""
+        assigned = consumer.assignment()
+        behind = {
+            tp: self.committed[tp]
+            for tp in self._group_behind
+            if tp in assigned and tp in self.committed and (all_behind or self._tasks.group_offsets_due(tp.partition))
+        }
+        if not behind:
+            return
+        for task in {tp.partition for tp in behind}:  # tried again after an interval, whatever comes of it
+            self._tasks.group_offsets_committed(task, time.monotonic())
+        try:
+            await asyncio.wait_for(consumer.commit(behind), timeout)
+        except (KafkaError, TimeoutError) as exc:
+            log.warning("the group's offsets were not brought up to date", extra={"error": repr(exc)})
+            return
+        self._group_behind.difference_update(behind)
 
     async def publish(self, runtime: Runtime, chunks: Iterable[Handover], offsets: Offsets) -> list[int]:
         """Commit each task's records and offsets atomically; returns the tasks whose transaction was aborted,
@@ -104,7 +133,13 @@ class Publisher:
         for task in transactions.committed:
             self._health.failing_tasks.discard(task)
             self._guard.committed(task, positions)
-        self.committed.update((tp, at) for tp, at in positions.items() if tp.partition in transactions.committed)
+        for tp, at in positions.items():
+            if tp.partition in transactions.committed:
+                self.committed[tp] = at
+                if tp.partition in transactions.group_offsets:
+                    self._group_behind.discard(tp)
+                else:
+                    self._group_behind.add(tp)
         for task, error in sorted(transactions.errors.items()):
             self._metrics.transactions.labels("aborted").inc()
             self._health.failing_tasks.add(task)

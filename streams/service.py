@@ -211,6 +211,8 @@ class Processor:
         )
         self._consumer.subscribe(self._subject_topics, listener=self._ownership.listener())
         await loop.run()
+        async with self.batch_lock:  # no rebalance moves the partitions meanwhile
+            await self._publisher.commit_group_offsets(self._consumer, CLIENT_STOP_SECONDS, all_behind=True)
 
     async def _catch_up_tables(self) -> None:
         started, runtime = time.perf_counter(), self._require_runtime()

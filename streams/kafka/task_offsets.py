@@ -5,7 +5,9 @@ commit to the group a moment after the transaction completes, and aiokafka canno
 `require_stable` fetch of KIP-447), so under load a new owner could read the offsets from before the last
 commit and decide that batch again. Each transaction therefore also writes its offsets to the changelog
 partition of its task under a key no subject has; the transaction makes that record visible together with the
-outputs, and a task taken over starts at the later of the group's offsets and the recorded ones.
+outputs, and a task taken over starts at the later of the group's offsets and the recorded ones. That also lets
+the group's offsets be committed only once per interval (`KafkaSettings.group_offsets_interval_ms`): they are
+what monitoring reads, and the recorded ones are where a new owner starts.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ the producer of task p is `<group>-tasks-<p>` on every instance, and starting it
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -176,6 +177,8 @@ class TaskProducers:
         self._producers: dict[int, AIOKafkaProducer] = {}
         self.written: dict[int, frozenset[TopicPartition]] = {}
         """The partitions each task's last committed transaction wrote: its next one adds them early."""
+        self._group_offsets_at: dict[int, float] = {}
+        """When each task last committed a transaction with the group's offsets (`time.monotonic()`)."""
         self._stopping: set[asyncio.Future[None]] = set()
         self._closed = False
         """Set by `stop_all`: a rebalance listener still running must not start a producer nobody stops."""
@@ -218,10 +221,21 @@ class TaskProducers:
         self._producers[partition] = producer
         return producer
 
+    def group_offsets_due(self, partition: int) -> bool:
+        """Whether the task's next transaction also commits its offsets to the group: its first one does, then
+        one per `group_offsets_interval_ms` (see KafkaSettings)."""
+        at = self._group_offsets_at.get(partition)
+        return at is None or (time.monotonic() - at) * 1000 >= self._kafka.group_offsets_interval_ms
+
+    def group_offsets_committed(self, partition: int, at: float) -> None:
+        """A transaction of the task that committed the group's offsets was begun at `at`."""
+        self._group_offsets_at[partition] = at
+
     async def stop(self, partition: int) -> None:
         """Stop one task's producer, if started."""
         producer = self._producers.pop(partition, None)
         self.written.pop(partition, None)
+        self._group_offsets_at.pop(partition, None)
         if producer is not None:
             await producer.stop()
 

@@ -1,9 +1,10 @@
 """The transactions of one batch, fed while the engine is still deciding.
 
 Each task that consumed records opens its transaction before the engine runs, with the consumed offsets, so
-the offsets' round trips (AddOffsetsToTxn, TxnOffsetCommit) and adding the partitions its previous transaction
-wrote run while the engine decides; any other task's opens with the first record bound to it. Records stream in
-as the runtime hands them over, once the task's offsets are in its transaction, and a task commits as soon as
+adding the partitions its previous transaction wrote runs while the engine decides, as do the group offsets'
+round trips (AddOffsetsToTxn, TxnOffsetCommit) in the transactions that commit them (one per interval, see
+`KafkaSettings.group_offsets_interval_ms`); any other task's opens with the first record bound to it. Records
+stream in as the runtime hands them over, once the task's offsets are in its transaction, and a task commits as soon as
 the runtime says its outputs are complete (or at the end of the batch), while later tasks are still being
 decided: the commit waits only for the last records and EndTxn. A read_committed deployer sees each task's part
 of a batch at once; it reads the first tasks' decisions while the last are computed.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -53,8 +55,12 @@ class _Open:
     sender: RecordSender
     transaction: AsyncExitStack
     tally: OutputTally = field(default_factory=OutputTally)
+    offsets_recorded: bool = False
+    """The consumed offsets are in the task's changelog record of this transaction."""
     offsets_sent: asyncio.Future[None] | None = None
-    """The consumed offsets on their way into the transaction, once sent."""
+    """The consumed offsets on their way into the group's offsets, once sent (not in every transaction)."""
+    group_offsets_at: float | None = None
+    """When the group's offsets were sent (`time.monotonic()`), if they were."""
 
     async def offsets_added(self) -> None:
         """Wait until the offsets sent are in the transaction, before any record of it is handed over.
@@ -91,6 +97,8 @@ class TaskTransactions:
         """The error that aborted each failed task's transaction."""
         self.committed: set[int] = set()
         """Tasks whose transaction committed."""
+        self.group_offsets: set[int] = set()
+        """Committed tasks whose transaction also committed the consumed offsets to the group."""
         self.loose: list[OutputRecord] = []
         """Records bound to no owned task, for the caller to send outside any transaction."""
 
@@ -155,7 +163,7 @@ class TaskTransactions:
         try:
             if opened is None:
                 opened = await self._begin(task)
-            if offsets and opened.offsets_sent is None:
+            if offsets and not opened.offsets_recorded:
                 await self._send_offsets(task, opened, offsets)
             await opened.offsets_added()
             await opened.sender.flush()
@@ -165,6 +173,9 @@ class TaskTransactions:
             return None
         self.committed.add(task)
         self._tasks.written[task] = frozenset(opened.sender.partitions)
+        if opened.group_offsets_at is not None:
+            self.group_offsets.add(task)
+            self._tasks.group_offsets_committed(task, opened.group_offsets_at)
         return opened.tally
 
     async def _opened(self, task: int) -> _Open | None:
@@ -202,10 +213,15 @@ class TaskTransactions:
         )
 
     async def _send_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
-        """Put the consumed offsets into the transaction: into the group's offsets (sent now, awaited at the
-        commit) and into the task's changelog partition, with its other records (see task_offsets.py)."""
+        """Put the consumed offsets into the transaction: into the task's changelog partition, with its other
+        records (see task_offsets.py), and when due into the group's offsets (sent now, awaited before the
+        task's first record and at the commit; `KafkaSettings.group_offsets_interval_ms`)."""
         value = encode_task_offsets(offsets)
         await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task)
+        opened.offsets_recorded = True
+        if not self._tasks.group_offsets_due(task):
+            return
+        opened.group_offsets_at = time.monotonic()
         sending = opened.producer.send_offsets_to_transaction(offsets, self._group_id)
         opened.offsets_sent = asyncio.ensure_future(sending)
 

@@ -265,6 +265,37 @@ async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(w
     assert (await world.committed_offsets(topics.submissions))[task] >= 1
 
 
+async def test_an_idle_processor_brings_the_groups_offsets_up_to_date(world: KafkaWorld) -> None:
+    """Transactions commit the group's offsets once per interval; what the last ones consumed reaches the group
+    while nothing more comes, so monitoring sees no lag that is not there."""
+    topics = world.topics
+    settings = world.settings(queue_config=EXAMPLES / "queues.yaml", kafka={"group_offsets_interval_ms": 300})
+
+    def submitted(app: str, partition: str) -> tuple[str, str, dict[str, Any]]:
+        data = {"applicationId": app, "user": "alice", "groups": ["dev"], "queue": "root.analytics"}
+        return topics.submissions, f"Application/{partition}", event("application.submitted", data)
+
+    def decided(records: list[Any]) -> int:  # placed in `default`, rejected in partitions with no queues
+        return sum(len(values(records, kind)) for kind in ("application.placed.v1", "application.rejected.v1"))
+
+    submissions = [submitted(f"app-{i}", f"p{i % 4}") for i in range(40)]
+    async with running(settings):
+        await world.produce(submissions[:20])
+        await world.collect(topics.decisions, lambda r: decided(r) >= 20)
+        await world.produce(submissions[20:])  # within the interval of the first batches' group commits
+        await world.collect(topics.decisions, lambda r: decided(r) >= 40)
+        ends = await world.end_offsets(topics.submissions)
+
+        expected = {p: end for p, end in ends.items() if end}
+        committed = await world.committed_offsets(topics.submissions)
+        for _ in range(100):
+            if committed == expected:
+                break
+            await asyncio.sleep(0.1)
+            committed = await world.committed_offsets(topics.submissions)
+        assert committed == expected, "the group's offsets reach the ends while the processor is idle"
+
+
 async def test_a_new_owner_starts_after_the_last_transaction_when_the_group_offset_lags(world: KafkaWorld) -> None:
     """The broker applies a transaction's offsets to the group a moment after the transaction completes; the
     offsets the task's transaction also recorded in its changelog partition keep that batch from running twice.

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -16,6 +17,7 @@ from kafka_support import KafkaWorld, Record, admin_client
 from engine.runtime import OutputRecord
 from localbroker.broker import LocalBroker
 from streams.kafka.admin import create_topics
+from streams.kafka.task_offsets import decode_task_offsets, is_task_offsets_key
 from streams.kafka.tasks import TaskProducers
 from streams.kafka.transactions import TaskTransactions
 from streams.settings import Settings
@@ -36,8 +38,12 @@ def _keys(records: list[Record]) -> set[bytes | None]:
     return {r.key for r in records}
 
 
-async def _started(world: KafkaWorld) -> tuple[Settings, TaskProducers]:
-    settings = world.settings()
+def task_offsets_records(records: list[Record]) -> list[Record]:
+    return [r for r in records if r.key is not None and is_task_offsets_key(r.key)]
+
+
+async def _started(world: KafkaWorld, **kafka: Any) -> tuple[Settings, TaskProducers]:
+    settings = world.settings(kafka=kafka)
     await create_topics(settings)
     producers = TaskProducers(settings.kafka)
     for task in range(world.partitions):
@@ -192,8 +198,9 @@ async def test_records_wait_for_the_offsets_so_the_broker_refuses_no_produce(
 ) -> None:
     """A transactional produce that reaches its partition while the coordinator still writes AddOffsetsToTxn
     is refused (NOT_ENOUGH_REPLICAS, since KIP-890's verification) and retried after a backoff; with the records
-    handed over only once the offsets are in, batch after batch, none is."""
-    settings, producers = await _started(world)
+    handed over only once the offsets are in, batch after batch, none is (every transaction commits the group's
+    offsets here)."""
+    settings, producers = await _started(world, group_offsets_interval_ms=0)
     topics = settings.topics
     caplog.set_level(logging.WARNING, logger="aiokafka.producer.sender")
     try:
@@ -284,5 +291,68 @@ async def test_data_a_lost_marker_left_open_is_closed_by_the_next_transaction(
         assert _keys(seen) == {b"Application/x"}
         stable = await world.end_offsets(topics.dead_letter, 1, isolation="read_committed")
         assert stable[0] > ends[0], "the next transaction's marker closed the dead letter"
+    finally:
+        await producers.stop_all()
+
+
+async def test_the_group_offsets_are_committed_once_per_interval_and_the_changelog_has_every_batch(
+    world: KafkaWorld,
+) -> None:
+    """Every transaction records its offsets in the task's changelog partition (where a new owner starts); the
+    group's offsets, two round trips before the first record, go only into the first transaction of a task and
+    then one per interval."""
+    settings, producers = await _started(world, group_offsets_interval_ms=600)
+    topics = settings.topics
+    sent: list[dict[TopicPartition, int]] = []
+    original = producers.get(0).send_offsets_to_transaction
+
+    async def spy(offsets: dict[TopicPartition, int], group_id: str) -> None:
+        sent.append(dict(offsets))
+        await original(offsets, group_id)
+
+    producers.get(0).send_offsets_to_transaction = spy  # type: ignore[method-assign]
+    try:
+        for batch in range(1, 4):
+            transactions = _batch(settings, producers)
+            consumed = {TopicPartition(topics.submissions, 0): batch}
+            await transactions.open({0: consumed})
+            await transactions.send([_decision(f"b{batch}-0")])
+            await transactions.commit({0: consumed})
+            assert transactions.committed == {0}
+            assert transactions.group_offsets == ({0} if batch == 1 else set())
+        assert await _committed(world, topics.submissions, {0: 1}) == {0: 1}, "the group's trail"
+        changelog = await world.collect(topics.changelog, lambda r: len(task_offsets_records(r)) == 3)
+        assert [decode_task_offsets(r.value) for r in task_offsets_records(changelog)] == [
+            {TopicPartition(topics.submissions, 0): batch} for batch in (1, 2, 3)
+        ]
+        await asyncio.sleep(0.6)
+        transactions = _batch(settings, producers)
+        consumed = {TopicPartition(topics.submissions, 0): 4}
+        await transactions.open({0: consumed})
+        await transactions.commit({0: consumed})
+        assert transactions.group_offsets == {0}, "due again after the interval"
+        assert sent == [{TopicPartition(topics.submissions, 0): n} for n in (1, 4)]
+        assert await _committed(world, topics.submissions, {0: 4}) == {0: 4}
+    finally:
+        await producers.stop_all()
+
+
+async def test_a_restarted_task_producer_commits_the_group_offsets_in_its_first_transaction(
+    world: KafkaWorld,
+) -> None:
+    """A task taken (again) starts a new producer: its first transaction brings the group's offsets up to date,
+    which a kept task's owner compares with what it committed to learn that another instance ran the task."""
+    settings, producers = await _started(world, group_offsets_interval_ms=60_000)
+    topics = settings.topics
+    try:
+        for batch, restart in ((1, False), (2, False), (3, True)):
+            if restart:
+                await producers.start(0)
+            transactions = _batch(settings, producers)
+            consumed = {TopicPartition(topics.submissions, 0): batch}
+            await transactions.open({0: consumed})
+            await transactions.commit({0: consumed})
+            assert transactions.group_offsets == ({0} if batch != 2 else set())
+        assert await _committed(world, topics.submissions, {0: 3}) == {0: 3}
     finally:
         await producers.stop_all()
