@@ -78,7 +78,7 @@ class Publisher:
         if not behind:
             return
         for task in {tp.partition for tp in behind}:  # tried again after an interval, whatever comes of it
-            self._tasks.group_offsets_committed(task, time.monotonic())
+            self._tasks.group_offsets_sent(task, time.monotonic())
         try:
             await asyncio.wait_for(consumer.commit(behind), timeout)
         except (KafkaError, TimeoutError) as exc:

@@ -55,9 +55,9 @@ class KafkaSettings(BaseModel):
     """How often a task's transaction also commits its consumed offsets to the consumer group (0: every one).
     Every transaction records them in the task's changelog partition, which is where a new owner starts (the
     later of the two), so the group's offsets serve monitoring and trail by up to this much while a task runs; a
-    graceful stop commits them exactly. Each commit to the group costs two round trips before the task's records
-    can be sent (AddOffsetsToTxn, TxnOffsetCommit): at 1,000 submissions/s the p50 latency went from 20-24 ms
-    with them in every transaction to 15 ms without."""
+    graceful stop commits them exactly. In a transaction they cost two round trips before the task's records can
+    be sent (AddOffsetsToTxn, TxnOffsetCommit): at 1,000 submissions/s, p50 25.4 ms and p99 53.3 ms with them in
+    every transaction, 18.5 ms and 39.4 ms at 1 s (medians of 3 runs)."""
     max_batch_records: int = Field(default=1000, ge=1)
     poll_timeout_ms: int = Field(default=20, ge=1)
     """Longest wait for subject records before the inventory tables are read again: it bounds how long an

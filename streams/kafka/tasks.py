@@ -178,7 +178,7 @@ class TaskProducers:
         self.written: dict[int, frozenset[TopicPartition]] = {}
         """The partitions each task's last committed transaction wrote: its next one adds them early."""
         self._group_offsets_at: dict[int, float] = {}
-        """When each task last committed a transaction with the group's offsets (`time.monotonic()`)."""
+        """When each task's offsets last went to the group (`time.monotonic()`), in a transaction or after one."""
         self._stopping: set[asyncio.Future[None]] = set()
         self._closed = False
         """Set by `stop_all`: a rebalance listener still running must not start a producer nobody stops."""
@@ -227,8 +227,9 @@ class TaskProducers:
         at = self._group_offsets_at.get(partition)
         return at is None or (time.monotonic() - at) * 1000 >= self._kafka.group_offsets_interval_ms
 
-    def group_offsets_committed(self, partition: int, at: float) -> None:
-        """A transaction of the task that committed the group's offsets was begun at `at`."""
+    def group_offsets_sent(self, partition: int, at: float) -> None:
+        """The task's offsets went to the group at `at` (with a transaction that committed, or after them by the
+        loop): the next are due an interval later."""
         self._group_offsets_at[partition] = at
 
     async def stop(self, partition: int) -> None:

@@ -2,12 +2,13 @@
 
 Each task that consumed records opens its transaction before the engine runs, with the consumed offsets, so
 adding the partitions its previous transaction wrote runs while the engine decides, as do the group offsets'
-round trips (AddOffsetsToTxn, TxnOffsetCommit) in the transactions that commit them (one per interval, see
+round trips (AddOffsetsToTxn, TxnOffsetCommit) in the transactions that carry them (a task's first, then one per
 `KafkaSettings.group_offsets_interval_ms`); any other task's opens with the first record bound to it. Records
-stream in as the runtime hands them over, once the task's offsets are in its transaction, and a task commits as soon as
-the runtime says its outputs are complete (or at the end of the batch), while later tasks are still being
-decided: the commit waits only for the last records and EndTxn. A read_committed deployer sees each task's part
-of a batch at once; it reads the first tasks' decisions while the last are computed.
+stream in as the runtime hands them over (once the group's offsets, if the transaction carries them, are in),
+and a task commits as soon as the runtime says its outputs are complete (or at the end of the batch), while
+later tasks are still being decided: the commit waits only for the last records and EndTxn. A read_committed
+deployer sees each task's part of a batch at once; it reads the first tasks' decisions while the last are
+computed.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ class TaskTransactions:
         self._tasks.written[task] = frozenset(opened.sender.partitions)
         if opened.group_offsets_at is not None:
             self.group_offsets.add(task)
-            self._tasks.group_offsets_committed(task, opened.group_offsets_at)
+            self._tasks.group_offsets_sent(task, opened.group_offsets_at)
         return opened.tally
 
     async def _opened(self, task: int) -> _Open | None:

@@ -135,7 +135,10 @@ def test_the_first_compile_loads_the_table_and_builds_nothing() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_expressions_compile_with_the_loaded_parser() -> None:
-    install_parser()
-    compiled = compile_expression("managedCluster.metadata.name.startsWith('c') || 1 == 2")
+def test_expressions_compile_with_the_loaded_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    assert install_parser() is True
+    loaded = CELParser.CEL_PARSER
+    compiled = compile_expression("managedCluster.metadata.name.startsWith('loaded') || 1 == 2")
     assert compiled.reads == (("metadata", "name"),)
+    assert CELParser.CEL_PARSER is loaded, "compiled with the table's parser, none built"
