@@ -6,6 +6,7 @@ import math
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
@@ -14,7 +15,7 @@ from engine.cluster.pipeline.compiled import compile_placement
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.pipeline.evaluate import evaluate
 from engine.cluster.pipeline.framework import EvalContext
-from engine.cluster.pipeline.plugins.balance import _table, balance_scores
+from engine.cluster.pipeline.plugins.balance import balance_scores
 from engine.cluster.pipeline.status import Code
 from engine.cluster.pipeline.weights import plan_prioritizers
 from engine.cluster.tracking.indexes import PlacementIndex, TrackedPlacement
@@ -59,11 +60,13 @@ def test_cluster_balance_formula(max_count: int, counts: list[int], scores: list
 
 
 @pytest.mark.parametrize("max_count", [1, 2, 3, 7, 49, 64, 701, 1999, 2000, 4096])
-def test_cluster_balance_table_is_the_formula(max_count: int) -> None:
-    """The score table (numpy doubles) gives exactly the formula's scores, computed here in Python floats, for
-    every count up to max."""
+def test_cluster_balance_scores_of_a_count_array_are_the_formula(max_count: int) -> None:
+    """An array of counts (as the prioritizer passes them) gets exactly the formula's scores, computed here in
+    Python floats, for every count up to max; the array itself is left as it was."""
+    counts = np.arange(max_count + 1, dtype=np.int64)
     expected = [2 * math.trunc(100.0 * (0.5 - count / max_count)) for count in range(max_count + 1)]
-    assert _table(max_count).tolist() == expected
+    assert balance_scores(counts, max_count).tolist() == expected
+    assert counts.tolist() == list(range(max_count + 1))
 
 
 @pytest.mark.parametrize("max_count", [1, 2, 3, 5, 7, 64, 701])
