@@ -32,7 +32,7 @@ from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
 from streams.kafka.tables import new_reader
-from streams.kafka.tasks import TaskProducers, partition_of
+from streams.kafka.tasks import TaskProducers, partition_of, partitions_of
 from streams.loop import ProcessingLoop
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -179,6 +179,7 @@ class Processor:
             subject_topics=self._subject_topics,
             changelog_topic=self._names.changelog,
             task_of=self._task_of,
+            tasks_of=self._tasks_of,
             metrics=self.metrics,
             health=self.health,
             batch_lock=self.batch_lock,
@@ -257,6 +258,13 @@ class Processor:
         if task is None:
             task = self._tasks_by_subject[subject] = partition_of(subject, self.partitions)
         return task
+
+    def _tasks_of(self, subjects: Sequence[str]) -> list[int]:
+        """`_task_of` of each subject, those not cached yet hashed together (a restore brings thousands)."""
+        cache = self._tasks_by_subject
+        new = [subject for subject in subjects if subject not in cache]
+        cache.update(zip(new, partitions_of(new, self.partitions), strict=True))
+        return [cache[subject] for subject in subjects]
 
     def _explain(self, key: str) -> dict[str, Any] | None:
         runtime = self.runtime

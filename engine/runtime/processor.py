@@ -182,9 +182,11 @@ class Runtime:
         """Load one changelog entry (`Subjects.restore`)."""
         self.subjects.restore(record_key, value)
 
-    def restoring(self) -> AbstractContextManager[Callable[[str, bytes | None], None]]:
+    def restoring(
+        self, restored: list[str] | None = None
+    ) -> AbstractContextManager[Callable[[str, bytes | None], None]]:
         """A loader of many changelog entries, each subject's state set on leaving (`Subjects.restoring`)."""
-        return self.subjects.restoring()
+        return self.subjects.restoring(restored)
 
     def observe_peer(self, record_key: str, value: bytes | None) -> None:
         """Follow a changelog entry of a subject another instance owns (`Subjects.observe_peer`)."""

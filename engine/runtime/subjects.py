@@ -127,11 +127,13 @@ class Subjects:
             load(record_key, value)
 
     @contextmanager
-    def restoring(self) -> Iterator[Callable[[str, bytes | None], None]]:
+    def restoring(self, restored: list[str] | None = None) -> Iterator[Callable[[str, bytes | None], None]]:
         """A loader of changelog entries, as `restore` loads one, that sets each subject's state once, on leaving:
         a restore reads a Placement's entry and then its decision's, and keeping the engine's indexes in step
         with the state between the two is work thrown away. An entry the loader refuses (InvalidStateError)
-        leaves the subject as the entries before it made it."""
+        leaves the subject as the entries before it made it. On leaving, `restored` (when given) gets the keys
+        of the subjects the entries left with a state, in the order first read: the caller need not search
+        every state for them."""
         loaded: dict[str, tuple[SubjectEngine[Any], Any]] = {}  # key -> engine, state so far
 
         def load(record_key: str, value: bytes | None) -> None:
@@ -149,6 +151,8 @@ class Subjects:
             for key, (engine, state) in loaded.items():
                 self.set(engine, key, state)
                 self.changelog.restored(key, state)
+                if restored is not None and state is not None:
+                    restored.append(key)
 
     def _load(self, engine: SubjectEngine[Any], state: Any, part: str, value: bytes | None) -> Any:
         """The subject's state with one changelog entry applied."""

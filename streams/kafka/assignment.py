@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -44,6 +44,7 @@ class TaskOwnership:
         subject_topics: list[str],
         changelog_topic: str,
         task_of: Callable[[str], int],
+        tasks_of: Callable[[Sequence[str]], list[int]],
         metrics: Metrics,
         health: Health,
         batch_lock: asyncio.Lock,
@@ -60,6 +61,8 @@ class TaskOwnership:
         self._subject_topics = subject_topics
         self._changelog_topic = changelog_topic
         self._task_of = task_of
+        self._tasks_of = tasks_of
+        """`task_of` of many subjects at once: those new to the cache are hashed together."""
         self._metrics = metrics
         self._health = health
         self._batch_lock = batch_lock
@@ -93,8 +96,9 @@ class TaskOwnership:
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         self.assigned &= wanted
         self.stale.keep(wanted)
+        held = self._keys_by_task()  # the states change only here while the batch lock is held
         for partition in sorted(self._tasks.owned - wanted):
-            self._runtime.forget(self.keys_of(partition))
+            self._runtime.forget(held.pop(partition, []))
             await self._tasks.stop(partition)
         self.generation += 1
         self.positioned.clear()
@@ -106,10 +110,11 @@ class TaskOwnership:
         started, taken = time.perf_counter(), 0
         for partition in sorted(self._tasks.owned & wanted):
             if await self._resume_kept(partition):
-                await self.take_task(partition)  # another instance had it meanwhile: its state is newer
+                # another instance had it meanwhile: its state is newer
+                await self.take_task(partition, held.get(partition, []))
                 taken += 1
         for partition in sorted(wanted - self._tasks.owned):
-            await self.take_task(partition)
+            await self.take_task(partition, held.get(partition, []))
             taken += 1
         if taken:  # the restore of the whole assignment, fencing included (each task's alone: task_restore)
             self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
@@ -136,14 +141,15 @@ class TaskOwnership:
                 self.positioned[tp] = known
         return False
 
-    async def take_task(self, partition: int) -> None:
+    async def take_task(self, partition: int, held: list[str] | None = None) -> None:
         """Fence the previous owner, restore state, position the consumer and re-decide. Starting the producer
         completes the previous owner's last transaction, so what is read afterwards includes it. The position is
         the later of the group's committed offsets and those the task's last transaction recorded in its
         changelog partition: the group's can still lag the transaction for a moment (task_offsets.py), and a
-        committed batch would run twice."""
+        committed batch would run twice. `held`: the task's subjects held here before (found when not given),
+        dropped for the restored ones."""
         runtime, consumer = self._runtime, self._consumer
-        runtime.forget(self.keys_of(partition))
+        runtime.forget(self._keys_by_task().get(partition, []) if held is None else held)
         runtime.adopt(lambda key: self._task_of(key) == partition)
         async for attempt in kafka_retrying():
             with attempt:
@@ -152,7 +158,8 @@ class TaskOwnership:
         recorded: dict[TopicPartition, int] = {}
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
-        with collector_paused_then_frozen(), runtime.restoring() as restore:  # the state lives as long as the task
+        restored: list[str] = []
+        with collector_paused_then_frozen(), runtime.restoring(restored) as restore:  # lives as long as the task
             await read_latest(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
         took = time.perf_counter() - started
         self._metrics.task_restore.observe(took)
@@ -172,7 +179,8 @@ class TaskOwnership:
             self._committed.pop(tp, None)
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
-        self.stale.add(partition, self.keys_of(partition))
+        tasks = self._tasks_of(restored)
+        self.stale.add(partition, [key for key, task in zip(restored, tasks, strict=True) if task == partition])
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
 
     def consumed_positions(self) -> dict[TopicPartition, int]:
@@ -180,8 +188,14 @@ class TaskOwnership:
         instance positioned it when it took the task."""
         return {**self.positioned, **self._committed}
 
-    def keys_of(self, partition: int) -> list[str]:
-        return [key for key in self._runtime.states if self._task_of(key) == partition]
+    def _keys_by_task(self) -> dict[int, list[str]]:
+        """The subjects held here by task, in one pass over the states: searching them all for one task's keys,
+        twice per task taken, read 600,000 keys in a restart of 100,000 subjects over 6 tasks."""
+        held: dict[int, list[str]] = {}
+        keys = list(self._runtime.states)
+        for key, task in zip(keys, self._tasks_of(keys), strict=True):
+            held.setdefault(task, []).append(key)
+        return held
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]

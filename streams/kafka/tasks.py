@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
@@ -29,6 +30,7 @@ __all__ = [
     "TaskProducers",
     "add_partitions_early",
     "partition_of",
+    "partitions_of",
     "retrieve_later",
     "send_records",
 ]
@@ -46,6 +48,45 @@ class ProducersClosedError(ServiceError):
 def partition_of(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a key (murmur2, as the Java client)."""
     return int((murmur2(key.encode()) & 0x7FFFFFFF) % partitions)
+
+
+_SEED = 0x9747B28C
+_MIX = np.uint32(0x5BD1E995)
+
+
+def partitions_of(keys: Sequence[str], partitions: int) -> list[int]:
+    """`partition_of` of many keys: murmur2 in numpy's wrapping uint32 arithmetic, a column of 4 bytes at a
+    time over the keys of each length. aiokafka's murmur2 is pure Python, about 4 µs a key: a restore of
+    100,000 subjects spent 0.4 s hashing them one by one."""
+    encoded = [key.encode() for key in keys]
+    by_length: dict[int, list[int]] = {}
+    for index, data in enumerate(encoded):
+        by_length.setdefault(len(data), []).append(index)
+    found = np.zeros(len(encoded), dtype=np.int64)
+    for length, indexes in by_length.items():
+        rows = np.frombuffer(b"".join([encoded[i] for i in indexes]), dtype=np.uint8).reshape(len(indexes), length)
+        h = np.full(len(indexes), _SEED ^ length, dtype=np.uint32)
+        whole = length - length % 4
+        words = np.ascontiguousarray(rows[:, :whole]).view("<u4")  # little-endian, as the Java client reads
+        for column in range(whole // 4):
+            k = words[:, column] * _MIX
+            k ^= k >> 24
+            k *= _MIX
+            h *= _MIX
+            h ^= k
+        tail = length % 4
+        if tail >= 3:
+            h ^= rows[:, whole + 2].astype(np.uint32) << 16
+        if tail >= 2:
+            h ^= rows[:, whole + 1].astype(np.uint32) << 8
+        if tail >= 1:
+            h ^= rows[:, whole].astype(np.uint32)
+            h *= _MIX
+        h ^= h >> 13
+        h *= _MIX
+        h ^= h >> 15
+        found[indexes] = (h & 0x7FFFFFFF) % partitions
+    return [int(task) for task in found.tolist()]
 
 
 class RecordSender:

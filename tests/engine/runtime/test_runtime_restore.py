@@ -160,6 +160,23 @@ def test_restoring_at_once_equals_restoring_entry_by_entry(scenario: Scenario) -
         assert at_once.subjects.changelog_entries(key) == one_by_one.subjects.changelog_entries(key) == []
 
 
+def test_restoring_reports_the_subjects_it_left_with_a_state() -> None:
+    """What a task's owner re-decides after its restore: each subject with a state once, none that a tombstone
+    ended, in the order their entries were first read."""
+    engines, batches = _cluster_scenario()
+    live, written = _changelog(engines, batches)
+    ended = next(iter(live.states))
+    entries = [*_entries(written), (ended, None), (f"{ended}/decision", None)]
+    runtime = _fresh(ClusterPlacementEngine(), batches)
+    restored: list[str] = []
+    with runtime.restoring(restored) as restore:
+        for key, value in entries:
+            restore(key, value)
+        assert restored == [], "reported on leaving, once every entry is read"
+    assert restored == [key for key in live.states if key != ended] != []
+    assert ended not in runtime.states
+
+
 def test_each_subject_is_tracked_once_and_indexed_as_live() -> None:
     records = _Records()
     batches = [_inventory(records), *_placements(records)]
