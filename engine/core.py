@@ -8,6 +8,7 @@ the engine emits. Engines are deterministic: time and inventory come in through 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -19,6 +20,7 @@ from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
 __all__ = [
+    "BulkTrackingEngine",
     "ConfiguredEngine",
     "CountingEngine",
     "Emit",
@@ -86,7 +88,8 @@ class EngineContext:
 
 class SubjectEngine(Protocol[S]):
     """One placement engine: what every engine does. What only some do is an optional capability below (timed,
-    inventory-aware, configured, parted state, peer-aware, explaining, counting), which the runtime detects.
+    inventory-aware, configured, parted state, peer-aware, bulk tracking, explaining, counting), which the runtime
+    detects.
     Every method is pure apart from the engine's own in-memory indexes (kept in sync through `track`)."""
 
     KIND: ClassVar[str]
@@ -193,6 +196,16 @@ class PeerAwareEngine(Protocol):
 
     def adopt(self, owned: Callable[[str], bool]) -> None:
         """Stop following the subjects `owned` names, whose state is about to be restored here."""
+        ...
+
+
+@runtime_checkable
+class BulkTrackingEngine(Protocol):
+    """An engine whose indexes take many `track` calls more cheaply together than one by one (a restore sets
+    thousands of subjects in a row)."""
+
+    def tracking_many(self) -> AbstractContextManager[None]:
+        """Inside, `track` calls may be settled only on leaving; nothing reads the indexes meanwhile."""
         ...
 
 

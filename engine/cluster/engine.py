@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -239,6 +240,10 @@ class ClusterPlacementEngine:
                 decided_ids=None if published is None else published.known_ids(),
             ),
         )
+
+    def tracking_many(self) -> AbstractContextManager[None]:
+        """The Balance counts of placements decided for the first time are added on leaving (a restore)."""
+        return self._index.counts.deferred()
 
     def dump_state(self, state: PlacementState) -> dict[str, Any]:
         """The whole state as JSON (the changelog keeps it as two parts, see `state_changes`)."""

@@ -9,12 +9,13 @@ changelog and handing subjects over in a rebalance live here too, as they change
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 from engine.core import (
+    BulkTrackingEngine,
     ConfiguredEngine,
     CountingEngine,
     EngineContext,
@@ -50,6 +51,7 @@ class Subjects:
         self.timed = {engine.KIND: engine for engine in engines if isinstance(engine, TimedEngine)}
         self.inventory_aware = {engine.KIND: engine for engine in engines if isinstance(engine, InventoryAwareEngine)}
         self.configured = {engine.KIND: engine for engine in engines if isinstance(engine, ConfiguredEngine)}
+        self.bulk_tracking = [engine for engine in engines if isinstance(engine, BulkTrackingEngine)]
         self.timers = TimerQueue()
         self.changelog = ChangelogMemory()
         self.incidents: list[Incident] = []
@@ -148,11 +150,14 @@ class Subjects:
         try:
             yield load
         finally:
-            for key, (engine, state) in loaded.items():
-                self.set(engine, key, state)
-                self.changelog.restored(key, state)
-                if restored is not None and state is not None:
-                    restored.append(key)
+            with ExitStack() as together:
+                for bulk in self.bulk_tracking:
+                    together.enter_context(bulk.tracking_many())
+                for key, (engine, state) in loaded.items():
+                    self.set(engine, key, state)
+                    self.changelog.restored(key, state)
+                    if restored is not None and state is not None:
+                        restored.append(key)
 
     def _load(self, engine: SubjectEngine[Any], state: Any, part: str, value: bytes | None) -> Any:
         """The subject's state with one changelog entry applied."""

@@ -8,7 +8,8 @@ of a cold start (900,000 links for 10,000 placements) and tens of megabytes, the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,10 +61,44 @@ class DecisionCounts:
         self._fleet: Fleet | None = None
         self._by_id: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         """The counts over `_fleet`'s ids (Balance reads them as an array), kept in step with `counts`."""
+        self._pending: list[frozenset[str]] | None = None
+        """Inside `deferred`: decisions of placements that had none, not counted yet."""
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Count the decisions of placements that had none on leaving, all together: a restore adds 100,000
+        decisions of about 90 clusters each, but shares equal ones (14,000 distinct there), so counting each
+        distinct decision once, times how many placements hold it, is a seventh of the work."""
+        self._pending = []
+        try:
+            yield
+        finally:
+            self._count_pending()
+            self._pending = None
+
+    def _count_pending(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        holders: dict[int, tuple[frozenset[str], int]] = {}
+        for decided in pending:
+            seen = holders.get(id(decided))
+            holders[id(decided)] = (decided, 1 if seen is None else seen[1] + 1)
+        for decided, times in holders.values():
+            self.counts.update(decided if times == 1 else dict.fromkeys(decided, times))
+        # what is derived from the counts is rebuilt when next read
+        self._fleet, self._levels, self._top, self._small = None, None, None, 0
 
     def replace(self, old: frozenset[str], new: frozenset[str], new_ids: KnownIds | None = None) -> None:
         """One placement's decision changed from `old` to `new`; `new_ids`, when given, is `new` as the ids of
         the fleet with that serial (a new decision then steps the array without converting its names)."""
+        if self._pending is not None:
+            if not old:
+                if new:
+                    self._pending.append(new)
+                return
+            self._count_pending()  # a removal must see every count it takes from
         removed, added = (old - new, new - old) if old else ((), new)
         if not removed and not added:
             return

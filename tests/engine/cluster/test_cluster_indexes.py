@@ -163,3 +163,59 @@ def test_decision_counts_read_the_maximum_from_the_array_through_large_changes(s
             recount = Counter(name for decided in decisions.values() for name in decided)
             assert counts.over(fleet).tolist() == [recount[name] for name in fleet.names]
     assert counts.top() == _brute_top(decisions)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("read_before", [False, True], ids=["nothing-read-before", "array-and-tally-read-before"])
+def test_deferred_counts_end_as_counting_one_by_one(seed: int, read_before: bool) -> None:
+    """A restore's additions counted together on leaving `deferred`: equal decisions are shared objects (as
+    restored ones are), changes that remove clusters come in between (counted at once, after what waits), also
+    from decisions added within, and afterwards the counts, the array and the maximum are those of counting
+    each change as it came."""
+    rng = random.Random(seed)
+    shared = [frozenset(rng.sample(CLUSTERS, rng.randint(1, 8))) for _ in range(5)]
+    one_by_one, together = DecisionCounts(), DecisionCounts()
+    decisions: dict[int, frozenset[str]] = {}
+    for key in range(6):  # decisions held before the restore, by placements that stay
+        decided = rng.choice(shared)
+        decisions[key] = decided
+        for counts in (one_by_one, together):
+            counts.replace(frozenset(), decided)
+    if read_before:
+        for counts in (one_by_one, together):
+            counts.over(FLEETS[0])
+            counts.top()
+    steps = []
+    for key in range(6, 60):
+        if rng.random() < 0.3:  # a placement gives up clusters (one restored just before, too): its counts
+            held = rng.choice([k for k, d in decisions.items() if d])  # must be there first
+            steps.append((decisions[held], decisions[held] - {rng.choice(sorted(decisions[held]))}))
+            decisions[held] = steps[-1][1]
+        else:
+            decided = rng.choice([*shared, frozenset()])
+            steps.append((frozenset(), decided))
+            decisions[key] = decided
+    for old, new in steps:
+        one_by_one.replace(old, new)
+    with together.deferred():
+        for old, new in steps:
+            together.replace(old, new)
+    assert together.counts == one_by_one.counts == Counter(n for d in decisions.values() for n in d)
+    assert together.top() == one_by_one.top() == _brute_top(decisions)
+    for fleet in FLEETS:
+        assert together.over(fleet).tolist() == one_by_one.over(fleet).tolist()
+    together.replace(decisions[0], frozenset())  # and both go on alike
+    one_by_one.replace(decisions[0], frozenset())
+    assert together.top() == one_by_one.top()
+    assert together.over(FLEETS[0]).tolist() == one_by_one.over(FLEETS[0]).tolist()
+
+
+def test_deferred_counts_wait_until_leaving() -> None:
+    counts = DecisionCounts()
+    decided = frozenset({"c1", "c2"})
+    with counts.deferred():
+        for _ in range(3):
+            counts.replace(frozenset(), decided)
+        assert counts.counts == Counter(), "nothing is counted before leaving"
+    assert counts.counts == Counter({"c1": 3, "c2": 3})
+    assert counts.top() == (3, 2)
