@@ -89,8 +89,7 @@ class EngineContext:
 class SubjectEngine(Protocol[S]):
     """One placement engine: what every engine does. What only some do is an optional capability below (timed,
     inventory-aware, configured, parted state, peer-aware, bulk tracking, explaining, counting), which the runtime
-    detects.
-    Every method is pure apart from the engine's own in-memory indexes (kept in sync through `track`)."""
+    detects. Every method is pure apart from the engine's own in-memory indexes (kept in sync through `track`)."""
 
     KIND: ClassVar[str]
     """Subject-key prefix this engine owns, e.g. `Placement`."""

@@ -7,6 +7,7 @@ lock keeps an assignment change and a batch apart, so one producer never opens t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -96,9 +97,11 @@ class TaskOwnership:
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         self.assigned &= wanted
         self.stale.keep(wanted)
-        held = self._keys_by_task()  # the states change only here while the batch lock is held
+        # grouped when a task is first dropped or taken (not for an assignment that keeps every task as it is);
+        # the states change only here while the batch lock is held, each task's only when it is dropped or taken
+        held = functools.cache(self._keys_by_task)
         for partition in sorted(self._tasks.owned - wanted):
-            self._runtime.forget(held.pop(partition, []))
+            self._runtime.forget(held().get(partition, []))
             await self._tasks.stop(partition)
         self.generation += 1
         self.positioned.clear()
@@ -111,10 +114,10 @@ class TaskOwnership:
         for partition in sorted(self._tasks.owned & wanted):
             if await self._resume_kept(partition):
                 # another instance had it meanwhile: its state is newer
-                await self.take_task(partition, held.get(partition, []))
+                await self.take_task(partition, held().get(partition, []))
                 taken += 1
         for partition in sorted(wanted - self._tasks.owned):
-            await self.take_task(partition, held.get(partition, []))
+            await self.take_task(partition, held().get(partition, []))
             taken += 1
         if taken:  # the restore of the whole assignment, fencing included (each task's alone: task_restore)
             self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
