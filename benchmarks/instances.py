@@ -13,7 +13,6 @@ import compileall
 import functools
 import os
 import signal
-import socket
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import engine
 import streams
 import topics
+from localbroker.procs import free_ports
 from streams.http import http_get
 from streams.settings import Settings
 
@@ -30,12 +30,6 @@ __all__ = ["Instance", "InstanceGroup", "Samples", "sample", "sum_samples"]
 
 Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
 """Sample name -> sorted label pairs -> value, as one /metrics page gives them."""
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @functools.cache
@@ -51,7 +45,7 @@ class Instance:
     """One `placement-stream run` process."""
 
     def __init__(self, settings: Settings, instance_id: str) -> None:
-        self.port = _free_port()
+        self.port = free_ports(1)[0]
         kafka = settings.kafka.model_copy(update={"group_instance_id": instance_id})
         mine = settings.model_copy(update={"kafka": kafka, "http_host": "127.0.0.1", "http_port": self.port})
         self._env = {**os.environ, **mine.environment(), "PLACEMENT_LOG_LEVEL": "WARNING"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import threading
 from collections.abc import Coroutine
@@ -16,12 +17,39 @@ HOST = "127.0.0.1"
 T = TypeVar("T")
 
 
-def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports; all sockets are held open together so the kernel cannot repeat one."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+_LOWEST_SPARE = 20_000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _below_ephemeral() -> range | None:
+    """Ports the kernel never hands to an outgoing connection: those below its ephemeral range."""
     try:
-        for sock in sockets:
-            sock.bind((HOST, 0))
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(_LOWEST_SPARE, low) if low - _LOWEST_SPARE >= 1_000 else None
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports for servers started afterwards (the broker, a processor's HTTP endpoint).
+
+    Taken below the kernel's ephemeral range where it can be read: a port from that range, free when probed,
+    can be given to any outgoing connection before its server binds it, and a fault run's restarted processor
+    once failed so ("address already in use"). All probes are held open together, so no port is repeated."""
+    sockets: list[socket.socket] = []
+    spare = _below_ephemeral()
+    candidates = random.sample(spare, min(len(spare), 200)) if spare is not None else []
+    try:
+        for port in [*candidates, *([0] * count)]:  # the kernel's own choice when the spare range runs short
+            if len(sockets) == count:
+                break
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                sock.close()
+                continue
+            sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections import defaultdict
@@ -26,17 +25,12 @@ from aiokafka.errors import KafkaError
 from prometheus_client.parser import text_string_to_metric_families
 
 from localbroker.broker import BrokerError, LocalBroker
+from localbroker.procs import free_ports
 from streams.http import http_get
 from streams.settings import TopicNames
 from tests.faults.workload import BARRIER_CLUSTER, Item
 
 __all__ = ["DecisionWatch", "Feeder", "Replica", "kill_broker", "restart_broker"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _command() -> list[str]:
@@ -65,7 +59,7 @@ class Replica:
         they logged."""
 
     async def start(self) -> None:
-        self.port = _free_port()
+        self.port = free_ports(1)[0]
         env = {**self._env, "PLACEMENT_HTTP_PORT": str(self.port)}
         with self.log.open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from localbroker.procs import free_ports
 from streams.http import http_get as streams_http_get
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
@@ -23,9 +23,7 @@ Record = ConsumerRecord[bytes, bytes]
 
 def free_port() -> int:
     """A loopback port nobody listens on now, for a processor's HTTP endpoint (``processor.http_port``)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_ports(1)[0]
 
 
 @asynccontextmanager

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,11 +12,7 @@ import urllib.request
 
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from localbroker.procs import free_ports
 
 
 def _status(url: str) -> int:
@@ -32,10 +27,10 @@ def _status(url: str) -> int:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_without_a_broker_run_says_so_and_stops_within_two_seconds(sig: signal.Signals) -> None:
-    http = _free_port()
+    http = free_ports(1)[0]
     env = {
         **os.environ,
-        "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{_free_port()}",  # nothing listens there
+        "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{free_ports(1)[0]}",  # nothing listens there
         "PLACEMENT_HTTP_PORT": str(http),
     }
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
