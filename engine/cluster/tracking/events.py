@@ -60,15 +60,16 @@ def page_objects(namespace: str, placement: str, pages: Sequence[Page]) -> list[
     return out
 
 
+_DECISIONS_LIMIT = 1 << 16  # a module constant: compiled, a class constant of a dict subclass is lost
+
+
 class _Decisions(dict[str, ClusterDecision]):
     """Page entries, one shared object per cluster name: the entries are only serialised, never changed, and a
     cold start would otherwise build one per selected cluster (900,000 in the benchmark), a twentieth of it.
     A dict with `__missing__` because every event looks up hundreds of names, a plain lookup in C each."""
 
-    LIMIT = 1 << 16
-
     def __missing__(self, cluster: str) -> ClusterDecision:
-        if len(self) >= self.LIMIT:  # names of clusters long gone must not pile up
+        if len(self) >= _DECISIONS_LIMIT:  # names of clusters long gone must not pile up
             self.clear()
         entry: ClusterDecision = {"clusterName": cluster, "reason": ""}
         self[cluster] = entry
