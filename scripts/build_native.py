@@ -108,9 +108,17 @@ def build(root: Path) -> None:
             dist.run_command("build_ext")
         finally:
             os.chdir(cwd)
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.copytree(f"{scratch}/lib", out)
-    (out / MANIFEST).write_text(json.dumps(manifest(root), indent=1, sort_keys=True) + "\n")
+        staged = out.with_name(out.name + ".new")
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(f"{scratch}/lib", staged)
+        (staged / MANIFEST).write_text(json.dumps(manifest(root), indent=1, sort_keys=True) + "\n")
+    # swapped in by renames: a process starting meanwhile sees the old build or the new one, never a mix
+    retired = out.with_name(out.name + ".old")
+    shutil.rmtree(retired, ignore_errors=True)
+    if out.exists():
+        out.rename(retired)
+    staged.rename(out)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def main() -> int:
