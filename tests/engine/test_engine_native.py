@@ -6,12 +6,14 @@ a second time on the Python sources with PLACEMENT_NATIVE=0, leaving this file o
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,7 +43,7 @@ def test_the_suite_runs_the_compiled_modules() -> None:
     assert isinstance(modules, dict) and len(modules) >= 20
     for source in modules:
         name = source.removesuffix(".py").replace("/", ".")
-        assert sys.modules[name].__file__.endswith(SUFFIX), name  # type: ignore[union-attr]
+        assert str(importlib.import_module(name).__file__).endswith(SUFFIX), name
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -115,3 +117,25 @@ def test_modules_left_out_of_the_build_stay_python(tmp_path: Path) -> None:
     (active, compiled, queue), _ = _probe(_copy(tmp_path))
     assert active == "True" and compiled.endswith(SUFFIX)
     assert queue == str(tmp_path / "engine/queue/engine.py")
+
+
+def test_every_compiled_module_imports_first_in_a_fresh_interpreter() -> None:
+    """A compiled module met half-initialised in an import cycle can crash the interpreter instead of raising:
+    each one is imported before any other engine module, as some entry point may."""
+    names = [source.removesuffix(".py").replace("/", ".") for source in _manifest()["modules"]]  # type: ignore[attr-defined]
+    probe = "import sys, {0}, engine.native as n; sys.exit(not (n.ACTIVE and {0}.__file__.endswith({1!r})))"
+
+    def run(name: str) -> tuple[str, int, str]:
+        result = subprocess.run(
+            [sys.executable, "-c", probe.format(name, SUFFIX)],
+            env={**os.environ, "PLACEMENT_NATIVE": "1"},
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
+        return name, result.returncode, result.stderr[-500:]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        failed = [outcome for outcome in pool.map(run, names) if outcome[1] != 0]
+    assert failed == []
