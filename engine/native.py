@@ -56,19 +56,18 @@ def _compiled_files() -> dict[str, Path] | None:
     """Module name -> compiled file, when a build exists and matches the sources; None otherwise."""
     try:
         built = json.loads((_BUILD / "manifest.json").read_text())
+        built_for, group, modules = built["ext_suffix"], built["group"], dict(built["modules"])
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        _log.warning("engine native build unreadable (%s): running the Python sources", exc)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        _log.warning("engine native build unreadable (%r): running the Python sources", exc)
         return None
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    if built.get("ext_suffix") != suffix:
-        _log.warning(
-            "engine native build is for %s, not %s: running the Python sources", built.get("ext_suffix"), suffix
-        )
+    if built_for != suffix:
+        _log.warning("engine native build is for %s, not %s: running the Python sources", built_for, suffix)
         return None
-    files = {f"{built['group']}__mypyc": _BUILD / f"{built['group']}__mypyc{suffix}"}
-    for source, digest in built["modules"].items():
+    files = {f"{group}__mypyc": _BUILD / f"{group}__mypyc{suffix}"}
+    for source, digest in modules.items():
         path = _PACKAGE_ROOT / source
         if not path.is_file() or _sha256(path) != digest:
             _log.warning(

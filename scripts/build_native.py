@@ -1,6 +1,6 @@
 """Compile the engine's hot modules to C with mypyc, into engine/_native/, beside a manifest of their sources.
 
-The engine is CPU-bound Python glue between numpy calls (docs/performance.md); mypyc compiles the same
+The engine is CPU-bound Python glue between numpy calls (the README's benchmark section); mypyc compiles the same
 type-checked sources, so there is one implementation and the pure-Python modules stay the fallback.
 `engine.native` loads the build only while every compiled source still has the hash recorded here: an edited
 module falls back to Python as a whole instead of running stale code. Needs a C compiler and the dev extras.
@@ -21,8 +21,9 @@ import tempfile
 from pathlib import Path
 
 # The modules a placement decision runs through, each type-checked strictly. Left out: the CEL modules (their
-# evaluator is cel-python's), the queue and hybrid engines (their time is in Kafka round trips), and modules
-# mypyc cannot yet compile faithfully (generic slotted dataclasses, dict subclasses with class constants).
+# evaluator is cel-python's), the queue and hybrid engines (their time is in Kafka round trips; mypyc also
+# refuses some of their dataclasses), and modules whose compiled import fails: engine/core.py (a slotted generic
+# dataclass) and engine/runtime/records.py (a dataclass field typed with an exception class).
 MODULES = (
     "engine/inventory/store.py",
     "engine/runtime/batch.py",

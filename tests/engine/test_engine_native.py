@@ -82,6 +82,12 @@ def _corrupt_manifest(root: Path) -> None:
     (root / "engine/_native/manifest.json").write_text("{not json")
 
 
+def _manifest_without_modules(root: Path) -> None:
+    built = _manifest()
+    del built["modules"]
+    (root / "engine/_native/manifest.json").write_text(json.dumps(built))
+
+
 @pytest.mark.parametrize(
     ("change", "warning"),
     [
@@ -89,6 +95,7 @@ def _corrupt_manifest(root: Path) -> None:
         (_other_interpreter, "is for .cpython-399-other.so"),
         (_drop_library, "incomplete"),
         (_corrupt_manifest, "unreadable"),
+        (_manifest_without_modules, "unreadable (KeyError('modules'))"),
     ],
 )
 def test_a_build_that_does_not_match_runs_the_python_sources(tmp_path: Path, change: object, warning: str) -> None:
