@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["ACTIVE", "install"]
+__all__ = ["ACTIVE", "install", "source_digest"]
 
 _log = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,8 @@ class _NativeFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, file, loader=loader)
 
 
-def _sha256(path: Path) -> str:
+def source_digest(path: Path) -> str:
+    """What the manifest records of a compiled source (scripts/build_native.py writes it with this too)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -69,7 +70,7 @@ def _compiled_files() -> dict[str, Path] | None:
     files = {f"{group}__mypyc": _BUILD / f"{group}__mypyc{suffix}"}
     for source, digest in modules.items():
         path = _PACKAGE_ROOT / source
-        if not path.is_file() or _sha256(path) != digest:
+        if not path.is_file() or source_digest(path) != digest:
             _log.warning(
                 "engine native build is older than %s: running the Python sources (scripts/build_native.py "
                 "rebuilds it)",

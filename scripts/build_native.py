@@ -11,7 +11,6 @@ module falls back to Python as a whole instead of running stale code. Needs a C 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,9 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: the checkout's engine package
+from engine.native import source_digest
 
 # The modules a placement decision runs through, each type-checked strictly. Left out: the CEL modules (their
 # evaluator is cel-python's), the queue and hybrid engines (their time is in Kafka round trips; mypyc also
@@ -68,16 +70,12 @@ OUTPUT = "engine/_native"
 MANIFEST = "manifest.json"
 
 
-def source_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def manifest(root: Path) -> dict[str, object]:
     """What a build was made from: the interpreter's extension suffix and each compiled source's hash."""
     return {
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
         "group": GROUP,
-        "modules": {path: source_hash(root / path) for path in MODULES},
+        "modules": {path: source_digest(root / path) for path in MODULES},
     }
 
 
