@@ -81,11 +81,8 @@ class DecisionCounts:
         if not pending:
             return
         self._pending = []
-        holders: dict[int, tuple[frozenset[str], int]] = {}
-        for decided in pending:
-            seen = holders.get(id(decided))
-            holders[id(decided)] = (decided, 1 if seen is None else seen[1] + 1)
-        for decided, times in holders.values():
+        # a frozenset keeps its hash once computed, and equal decisions are mostly one shared object
+        for decided, times in Counter(pending).items():
             self.counts.update(decided if times == 1 else dict.fromkeys(decided, times))
         # what is derived from the counts is rebuilt when next read
         self._fleet, self._levels, self._top, self._small = None, None, None, 0
