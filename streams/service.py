@@ -164,8 +164,9 @@ class Processor:
         await self._loose.start()
         await self._catch_up_tables()
         await self._start_peers()
-        # restores assign and seek often, and each waits for a fetch in flight: keep fetches short
-        self._restorer = new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=20)
+        # restores assign and ask offsets often, and each request waits for a fetch in flight: keep fetches short
+        # (a restored partition is paused, so the restorer does not poll while idle)
+        self._restorer = new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=5)
         await self._restorer.start()
         self._consumer = group_consumer(kafka)
         await self._consumer.start()

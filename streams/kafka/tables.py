@@ -128,9 +128,11 @@ async def read_to_end(
     """Feed every record up to the end offsets captured now into `sink`; returns the record count."""
     if not partitions:
         return 0
-    end = await asyncio.wait_for(consumer.end_offsets(list(partitions)), timeout)
-    if from_beginning:
-        await seek_to_start(consumer, partitions, timeout)
+    ends = consumer.end_offsets(list(partitions))
+    if from_beginning:  # both offsets requests at once: each waits for the consumer's fetch in flight
+        end, _ = await asyncio.wait_for(asyncio.gather(ends, seek_to_start(consumer, partitions, timeout)), timeout)
+    else:
+        end = await asyncio.wait_for(ends, timeout)
     count = 0
     pending = {tp for tp in partitions if end[tp] > 0}
     loop = asyncio.get_running_loop()

@@ -71,6 +71,10 @@ async def test_restored_subjects_are_redecided_in_slices_between_batches(world: 
         assert sample("placement_task_restore_seconds_count") == world.partitions
         restored = sample("placement_task_restore_seconds_sum")
         assert restored is not None and 0 < restored <= sample("placement_restore_seconds", {"table": "changelog"})
+        # the restore reader is done with what it read: it must not fetch those partitions over and over
+        restorer = processor._restorer
+        assert restorer is not None and restorer.assignment()
+        assert set(restorer.paused()) == restorer.assignment()
 
         def redecided() -> int:
             return sum(runtime.states[f"Placement/apps/{n}"].published.decided == {"c1", "c2"} for n in names)
