@@ -74,7 +74,7 @@ _CEL_VALUES_KEPT = 100_000
 """Outcomes by path values are kept across versions until there are this many (then started afresh)."""
 
 
-def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> bytes:
+def _seen_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> list[Any]:
     """What an expression reading `paths` can see of a document: per path the value, or where the walk stopped
     and why (a missing key, or a value that is not a map, in full): CEL tells those apart, as `has()` on a
     missing map is an error and on a missing key false."""
@@ -92,7 +92,38 @@ def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> 
         else:
             current = ("value", current)
         seen.append(current)
-    return orjson.dumps(seen)
+    return seen
+
+
+def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> bytes:
+    """`_seen_at` as bytes, a key for the outcome of any expression reading just `paths`."""
+    return orjson.dumps(_seen_at(document, paths))
+
+
+def _visible_part(paths: tuple[tuple[str, ...], ...], seen: list[Any]) -> dict[str, Any]:
+    """The least document in which `paths` show what `seen` (their `_seen_at`) says: the maps along each path
+    with only the keys walked, and in full what a walk ended on. An expression reading only those paths has the
+    same outcome on it as on the whole document, and converting it to CEL costs a fifth as much. The paths come
+    sorted, so a path extending one already given in full comes after it and is left out: its value is there, and
+    the maps on the way to it are the document's own."""
+    out: dict[str, Any] = {}
+    given: list[tuple[str, ...]] = []
+    for path, outcome in zip(paths, seen, strict=True):
+        if any(path[: len(prefix)] == prefix for prefix in given):
+            continue
+        if outcome[0] == "missing":  # the map at path[:depth] lacks the next key: only that map is shown
+            maps, end, value = path[: outcome[1]], None, None
+        elif outcome[0] == "value":
+            maps, end, value = path[:-1], path[-1], outcome[1]
+        else:  # "not a map": the walk met a value that is not a map at path[:depth]
+            maps, end, value = path[: outcome[1] - 1], path[outcome[1] - 1], outcome[2]
+        target = out
+        for field in maps:
+            target = target.setdefault(field, {})
+        if end is not None:
+            target[end] = value
+            given.append((*maps, end))
+    return out
 
 
 class InventoryView:
@@ -113,6 +144,8 @@ class InventoryView:
         self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
         self._claims: dict[str, dict[str, str]] = {}
         self._cel_docs: dict[str, Any] = {}
+        self._last_part: tuple[tuple[tuple[str, ...], ...], bytes, Any] | None = None
+        """The CEL value of the visible part evaluated last: (paths, what they see, value); see `_cel_part`."""
         self._cel_results: dict[tuple[str, str], bool] = {}
         self._allocatable: dict[str, dict[str, float]] = {}
         self._terminating: frozenset[str] | None = None
@@ -312,14 +345,26 @@ class InventoryView:
         if reads is None or cluster is None:
             result = program.matches(self.cel_document(name))
         else:
-            values = (key[0], _values_at(self.document(name), reads))
+            document = self.document(name)
+            values = (key[0], _values_at(document, reads))
             found = self._cel_by_values.get(values)
-            if found is None:
-                found = self._cel_by_values[values] = program.matches(self.cel_document(name))
+            if found is None:  # evaluated on what it reads, not on the whole cluster
+                found = self._cel_by_values[values] = program.matches(self._cel_part(reads, document, values[1]))
             result = found
         if cluster is not None:
             self._cel_by_object[key] = (cluster, result)
         return result
+
+    def _cel_part(self, reads: tuple[tuple[str, ...], ...], document: dict[str, Any], seen: bytes) -> Any:
+        """The CEL value of what `reads` see of `document` (`seen`: their `_values_at`). The last one is kept: a
+        stopped evaluation is asked about at once under the probe's key, and the program tells its last
+        evaluation by the identity of the value (it would evaluate again, up to the cost limit, for a copy)."""
+        last = self._last_part
+        if last is not None and last[0] == reads and last[1] == seen:
+            return last[2]
+        value = json_to_cel(_visible_part(reads, _seen_at(document, reads)))
+        self._last_part = (reads, seen, value)
+        return value
 
     # --- resources -------------------------------------------------------------------------------
     def allocatable_of(self, resource: str) -> Mapping[str, float]:

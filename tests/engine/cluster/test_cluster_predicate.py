@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
+from celpy.adapter import json_to_cel
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
-from engine.cluster.fleet.views import InventoryView, _values_at, cluster_document
+from engine.cluster.fleet.views import InventoryView, _seen_at, _values_at, _visible_part, cluster_document
 from engine.cluster.matching import cel_env
 from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
 from engine.cluster.matching.selectors import SelectorError, compile_selector, matches
@@ -279,6 +281,33 @@ def test_cluster_cel_runaway_expression_is_stopped(monkeypatch: pytest.MonkeyPat
     assert CelProgram((small,), view.cel_activation()).matches(view.cel_document("c1")) is True
 
 
+def test_cluster_cel_stopped_expression_costs_no_more_runs_on_what_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop is asked about again at once (the probe's key): on the part an expression reads, as on the whole
+    cluster, the program answers that from its last run instead of running up to the limit again."""
+    monkeypatch.setattr(cel_env, "EXPRESSION_LIMIT", 500)
+    runs: list[Any] = []
+    run_once = CelProgram._run
+
+    def counted(program: CelProgram, cluster: Any) -> tuple[bool, int | None]:
+        runs.append(cluster)
+        return run_once(program, cluster)
+
+    monkeypatch.setattr(CelProgram, "_run", counted)
+    big = "[" + ",".join(["1"] * 30) + "]"
+    runaway = f"{big}.all(a, {big}.all(b, a == b || true))"
+    world = one_set_world(a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
+    counts = []
+    for expression, reads in (
+        (f"managedCluster.metadata.name != '' && {runaway}", (("metadata", "name"),)),
+        (f"managedCluster != {{}} && {runaway}", None),
+    ):
+        assert compile_expression(expression).reads == reads
+        runs.clear()
+        assert decided(run(world, a_placement(_cel(expression)))) == []
+        counts.append(len(runs))
+    assert counts[0] == counts[1]
+
+
 def test_cluster_cel_compile_reports_score_names() -> None:
     assert compile_expression('managedCluster.scores("a").size() > 0').score_names == frozenset({"a"})
     assert compile_expression("managedCluster.scores(managedCluster.metadata.name).size() > 0").score_names is None
@@ -376,3 +405,74 @@ ENV = (("metadata", "labels", "env"),)
 )
 def test_cluster_cel_values_at_paths_tell_apart_what_an_expression_can(first: Any, second: Any, same: bool) -> None:
     assert (_values_at(first, ENV) == _values_at(second, ENV)) is same
+
+
+SEEN_DOCUMENTS = (
+    {
+        "metadata": {"name": "c1", "labels": {"env": "prod", "c1": "x"}},
+        "status": {"clusterClaims": [{"name": "p", "value": "AWS"}], "allocatable": {"cpu": "4"}},
+    },
+    {"metadata": {"name": "c2", "labels": {}}},
+    {"metadata": {"name": "c3"}},
+    {"metadata": {"name": "c4", "labels": "text"}, "status": "odd"},
+    {"metadata": {"name": "c5", "labels": {"env": True}, "annotations": {"a": "b"}}, "status": {"allocatable": {}}},
+    {},
+)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'managedCluster.metadata.labels["env"] == "prod"',
+        "has(managedCluster.metadata.labels.env)",
+        "!has(managedCluster.metadata.labels.env)",
+        # a path and its extension: the shorter one is shown in full
+        'managedCluster.metadata.labels.size() == 2 && managedCluster.metadata.labels.env == "prod"',
+        'managedCluster.metadata.labels[managedCluster.metadata.name] == "x"',
+        'managedCluster.status.clusterClaims.exists(c, c.value == "AWS")',
+        'managedCluster.metadata.name.startsWith("c") || managedCluster.status.allocatable.cpu == "4"',
+        "has(managedCluster.status.allocatable) && !has(managedCluster.metadata.annotations)",
+        'managedCluster.metadata.name != "c3"',
+    ],
+)
+def test_cluster_cel_outcome_on_what_an_expression_reads_is_its_outcome_on_the_cluster(expression: str) -> None:
+    compiled = compile_expression(expression)
+    assert compiled.reads is not None
+    program = CelProgram((compiled,), InventoryView(one_set_world().inventory()).cel_activation())
+    whole = [program.matches(json_to_cel(document)) for document in SEEN_DOCUMENTS]
+    seen = [_visible_part(compiled.reads, _seen_at(document, compiled.reads)) for document in SEEN_DOCUMENTS]
+    assert [program.matches(json_to_cel(part)) for part in seen] == whole
+    assert any(whole) and not all(whole)  # the documents tell the outcomes apart
+    assert all(
+        len(orjson.dumps(part)) <= len(orjson.dumps(doc)) for part, doc in zip(seen, SEEN_DOCUMENTS, strict=True)
+    )
+
+
+NAME, LABELS, ENV_PATH = ("metadata", "name"), ("metadata", "labels"), ("metadata", "labels", "env")
+
+
+@pytest.mark.parametrize(
+    ("paths", "document", "visible"),
+    [
+        (
+            (ENV_PATH, NAME),
+            {"metadata": {"name": "a", "labels": {"env": "x", "y": "1"}}, "status": {}},
+            {"metadata": {"name": "a", "labels": {"env": "x"}}},
+        ),
+        ((ENV_PATH,), {"metadata": {"labels": {"y": "1"}}}, {"metadata": {"labels": {}}}),  # the map lacking the key
+        ((ENV_PATH,), {"metadata": {}}, {"metadata": {}}),  # the map lacking the next map
+        ((ENV_PATH,), {"metadata": {"labels": "text"}}, {"metadata": {"labels": "text"}}),  # not a map: in full
+        (
+            (LABELS, ENV_PATH),
+            {"metadata": {"labels": {"env": "x", "y": "1"}}},
+            {"metadata": {"labels": {"env": "x", "y": "1"}}},
+        ),
+        ((ENV_PATH,), {}, {}),
+    ],
+)
+def test_cluster_cel_visible_part_of_a_cluster(
+    paths: tuple[tuple[str, ...], ...], document: dict[str, Any], visible: dict[str, Any]
+) -> None:
+    before = orjson.dumps(document)
+    assert _visible_part(paths, _seen_at(document, paths)) == visible
+    assert orjson.dumps(document) == before  # the cluster's own document is left as it was
