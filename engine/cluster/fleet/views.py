@@ -95,22 +95,13 @@ def _seen_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> li
     return seen
 
 
-def _values_at(document: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> bytes:
-    """`_seen_at` as bytes, a key for the outcome of any expression reading just `paths`."""
-    return orjson.dumps(_seen_at(document, paths))
-
-
 def _visible_part(paths: tuple[tuple[str, ...], ...], seen: list[Any]) -> dict[str, Any]:
     """The least document in which `paths` show what `seen` (their `_seen_at`) says: the maps along each path
     with only the keys walked, and in full what a walk ended on. An expression reading only those paths has the
-    same outcome on it as on the whole document, and converting it to CEL costs a fifth as much. The paths come
-    sorted, so a path extending one already given in full comes after it and is left out: its value is there, and
-    the maps on the way to it are the document's own."""
+    same outcome on it as on the whole document, and converting it to CEL costs a fifth as much. No path extends
+    another (`CompiledExpression.reads`), so nothing is written into a map taken from the document."""
     out: dict[str, Any] = {}
-    given: list[tuple[str, ...]] = []
     for path, outcome in zip(paths, seen, strict=True):
-        if any(path[: len(prefix)] == prefix for prefix in given):
-            continue
         if outcome[0] == "missing":  # the map at path[:depth] lacks the next key: only that map is shown
             maps, end, value = path[: outcome[1]], None, None
         elif outcome[0] == "value":
@@ -122,7 +113,6 @@ def _visible_part(paths: tuple[tuple[str, ...], ...], seen: list[Any]) -> dict[s
             target = target.setdefault(field, {})
         if end is not None:
             target[end] = value
-            given.append((*maps, end))
     return out
 
 
@@ -345,25 +335,25 @@ class InventoryView:
         if reads is None or cluster is None:
             result = program.matches(self.cel_document(name))
         else:
-            document = self.document(name)
-            values = (key[0], _values_at(document, reads))
+            seen = _seen_at(self.document(name), reads)
+            values = (key[0], orjson.dumps(seen))
             found = self._cel_by_values.get(values)
             if found is None:  # evaluated on what it reads, not on the whole cluster
-                found = self._cel_by_values[values] = program.matches(self._cel_part(reads, document, values[1]))
+                found = self._cel_by_values[values] = program.matches(self._cel_part(reads, seen, values[1]))
             result = found
         if cluster is not None:
             self._cel_by_object[key] = (cluster, result)
         return result
 
-    def _cel_part(self, reads: tuple[tuple[str, ...], ...], document: dict[str, Any], seen: bytes) -> Any:
-        """The CEL value of what `reads` see of `document` (`seen`: their `_values_at`). The last one is kept: a
-        stopped evaluation is asked about at once under the probe's key, and the program tells its last
-        evaluation by the identity of the value (it would evaluate again, up to the cost limit, for a copy)."""
+    def _cel_part(self, reads: tuple[tuple[str, ...], ...], seen: list[Any], key: bytes) -> Any:
+        """The CEL value of what `reads` see (`seen`, and `key` its bytes). The last one is kept: a stopped
+        evaluation is asked about at once under the probe's key, and the program tells its last evaluation by
+        the identity of the value (it would evaluate again, up to the cost limit, for a copy)."""
         last = self._last_part
-        if last is not None and last[0] == reads and last[1] == seen:
+        if last is not None and last[0] == reads and last[1] == key:
             return last[2]
-        value = json_to_cel(_visible_part(reads, _seen_at(document, reads)))
-        self._last_part = (reads, seen, value)
+        value = json_to_cel(_visible_part(reads, seen))
+        self._last_part = (reads, key, value)
         return value
 
     # --- resources -------------------------------------------------------------------------------

@@ -124,7 +124,8 @@ def _path(member: lark.Tree[lark.Token]) -> tuple[str, ...] | None:
 
 def _reads(ast: lark.Tree[lark.Token]) -> tuple[tuple[str, ...], ...] | None:
     """The maximal fixed paths through which `ast` reads `managedCluster`, or None when it also uses the
-    variable otherwise (bare, as a function argument, or through a computed index of the whole cluster)."""
+    variable otherwise (bare, as a function argument, or through a computed index of the whole cluster). A path
+    that extends another is left out: what it reads is part of the shorter path's value."""
     paths: list[tuple[str, ...]] = []
     pending = [ast]
     while pending:
@@ -135,7 +136,10 @@ def _reads(ast: lark.Tree[lark.Token]) -> tuple[tuple[str, ...], ...] | None:
             continue
         pending.extend(child for child in node.children if isinstance(child, lark.Tree))
     uses = sum(1 for node in ast.iter_subtrees() if node.data == "ident" and node.children[0] == _CLUSTER_VARIABLE)
-    return tuple(sorted(set(paths))) if uses == len(paths) else None
+    if uses != len(paths):
+        return None
+    found = sorted(set(paths))  # a path sorts right after its prefixes
+    return tuple(p for i, p in enumerate(found) if not any(p[: len(q)] == q for q in found[:i]))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ import pytest
 from celpy.adapter import json_to_cel
 from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
-from engine.cluster.fleet.views import InventoryView, _seen_at, _values_at, _visible_part, cluster_document
+from engine.cluster.fleet.views import InventoryView, _seen_at, _visible_part, cluster_document
 from engine.cluster.matching import cel_env
 from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
 from engine.cluster.matching.selectors import SelectorError, compile_selector, matches
@@ -338,6 +338,11 @@ def test_cluster_cel_document_omits_empty_fields() -> None:
             (("metadata", "labels"), ("metadata", "name")),
         ),
         ("has(managedCluster.metadata.labels.env)", (("metadata", "labels", "env"),)),
+        # a path that extends another reads part of the shorter one's value
+        (
+            'managedCluster.metadata.labels.size() == 2 && managedCluster.metadata.labels.env == "x"',
+            (("metadata", "labels"),),
+        ),
         ("'{\"n\": 2}'.parseJSON().n == 2.0", ()),
         ('managedCluster.scores("a").size() > 0', None),  # the whole cluster is an argument
         ("managedCluster == {}", None),
@@ -404,7 +409,7 @@ ENV = (("metadata", "labels", "env"),)
     ],
 )
 def test_cluster_cel_values_at_paths_tell_apart_what_an_expression_can(first: Any, second: Any, same: bool) -> None:
-    assert (_values_at(first, ENV) == _values_at(second, ENV)) is same
+    assert (orjson.dumps(_seen_at(first, ENV)) == orjson.dumps(_seen_at(second, ENV))) is same
 
 
 SEEN_DOCUMENTS = (
@@ -463,9 +468,14 @@ NAME, LABELS, ENV_PATH = ("metadata", "name"), ("metadata", "labels"), ("metadat
         ((ENV_PATH,), {"metadata": {}}, {"metadata": {}}),  # the map lacking the next map
         ((ENV_PATH,), {"metadata": {"labels": "text"}}, {"metadata": {"labels": "text"}}),  # not a map: in full
         (
-            (LABELS, ENV_PATH),
-            {"metadata": {"labels": {"env": "x", "y": "1"}}},
-            {"metadata": {"labels": {"env": "x", "y": "1"}}},
+            (LABELS, NAME),
+            {"metadata": {"name": "a", "labels": {"env": "x", "y": "1"}}},
+            {"metadata": {"name": "a", "labels": {"env": "x", "y": "1"}}},
+        ),
+        (
+            (ENV_PATH, NAME),
+            {"metadata": {"name": "a", "labels": "text"}},
+            {"metadata": {"name": "a", "labels": "text"}},
         ),
         ((ENV_PATH,), {}, {}),
     ],
