@@ -114,11 +114,7 @@ class TaskOwnership:
         # a kept task another instance had meanwhile is taken again: that instance's state is newer
         taken = [partition for partition in sorted(self._tasks.owned & wanted) if await self._resume_kept(partition)]
         taken += sorted(wanted - self._tasks.owned)
-        await self._fence(taken)
-        from_start: list[TopicPartition] = []
-        for partition in taken:
-            from_start += await self._restore(partition, held().get(partition, []))
-        await self._position_at_start(from_start)
+        await self._take(taken, lambda partition: held().get(partition, []))
         if taken:  # the restore of the whole assignment, fencing included (each task's alone: task_restore)
             self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
         self._runtime.dead_letter_inventory = 0 in wanted
@@ -144,20 +140,6 @@ class TaskOwnership:
                 self.positioned[tp] = known
         return False
 
-    async def _fence(self, partitions: Sequence[int]) -> None:
-        """Start the producers of `partitions` together: each start waits for a few round trips (finding the
-        transaction coordinator, InitProducerId) that the others need not wait for; six tasks one after the other
-        took 45-60 ms of a start. The first failure is raised once every start has ended."""
-        outcomes = await asyncio.gather(*map(self._start_producer, partitions), return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-
-    async def _start_producer(self, partition: int) -> None:
-        async for attempt in kafka_retrying():
-            with attempt:
-                await self._tasks.start(partition)
-
     async def take_task(self, partition: int, held: list[str] | None = None) -> None:
         """Fence the previous owner, restore state, position the consumer and re-decide. Starting the producer
         completes the previous owner's last transaction, so what is read afterwards includes it. The position is
@@ -165,12 +147,33 @@ class TaskOwnership:
         changelog partition: the group's can still lag the transaction for a moment (task_offsets.py), and a
         committed batch would run twice. `held`: the task's subjects held here before (found when not given),
         dropped for the restored ones."""
-        await self._start_producer(partition)
-        await self._position_at_start(await self._restore(partition, held))
+        await self._take([partition], lambda _: held)
+
+    async def _take(self, partitions: Sequence[int], held: Callable[[int], list[str] | None]) -> None:
+        """`take_task` of several tasks with fewer round trips: every offsets request waits for the consumer's
+        fetch in flight, and the tasks one after the other took 300 ms of a start. Their producers start
+        together (the first failure is raised once every start has ended), then each task is restored, then the
+        subject partitions to read from their start are positioned in one request."""
+        started = await asyncio.gather(*map(self._start_producer, partitions), return_exceptions=True)
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        from_start: list[TopicPartition] = []
+        for partition in partitions:
+            from_start += await self._restore(partition, held(partition))
+        if from_start:
+            await seek_to_start(self._consumer, from_start, self._session_timeout_seconds)
+            for tp in from_start:
+                self.positioned[tp] = await self._consumer.position(tp)
+
+    async def _start_producer(self, partition: int) -> None:
+        async for attempt in kafka_retrying():
+            with attempt:
+                await self._tasks.start(partition)
 
     async def _restore(self, partition: int, held: list[str] | None) -> list[TopicPartition]:
         """`take_task` of a fenced task, but for its subject partitions that neither the group nor the changelog
-        has an offset for: they are returned, to be read from their start (`_position_at_start`)."""
+        has an offset for: they are returned, to be read from their start (`_take`)."""
         runtime, consumer = self._runtime, self._consumer
         runtime.forget(self._keys_by_task().get(partition, []) if held is None else held)
         runtime.adopt(lambda key: self._task_of(key) == partition)
@@ -204,15 +207,6 @@ class TaskOwnership:
         self.stale.add(partition, [key for key, task in zip(restored, tasks, strict=True) if task == partition])
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
         return from_start
-
-    async def _position_at_start(self, partitions: list[TopicPartition]) -> None:
-        """Position subject partitions at their log start, in one offsets request: each such request waits for the
-        consumer's fetch in flight, which a request per partition did over and over while tasks were taken."""
-        if not partitions:
-            return
-        await seek_to_start(self._consumer, partitions, self._session_timeout_seconds)
-        for tp in partitions:
-            self.positioned[tp] = await self._consumer.position(tp)
 
     def consumed_positions(self) -> dict[TopicPartition, int]:
         """Where each subject partition's consumption stands: its last committed position, else where this
