@@ -12,8 +12,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from mypy_extensions import mypyc_attr
-
 from engine.cluster.explain.placement import explain_evaluation
 from engine.cluster.fleet.views import EvaluationError, InventoryView
 from engine.cluster.pipeline.compiled import CompiledPlacement, compiled_spec
@@ -47,7 +45,6 @@ _TICK = timedelta(microseconds=1)
 """The shortest resync period: a shorter one would round to zero and never move the timer."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # tests and embedders may extend it (engine/native.py)
 class ClusterPlacementEngine:
     """The cluster placement engine; indexes are rebuilt from `track` calls."""
 
