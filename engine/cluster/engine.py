@@ -50,6 +50,13 @@ class ClusterPlacementEngine:
 
     KIND: ClassVar[str] = "Placement"
     EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+    KEY_SHAPE: ClassVar[str] = "Placement/<namespace>/<name>"
+
+    @staticmethod
+    def subject_of(event: DecodedEvent) -> str | None:
+        """`Placement/<namespace>/<name>` of the Placement (or deletion) the event carries."""
+        meta = event.data.metadata  # type: ignore[attr-defined]  # both events carry Kubernetes metadata
+        return f"Placement/{meta.namespace}/{meta.name}"
 
     def __init__(self) -> None:
         self._index = PlacementIndex()

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
+from engine.cluster import ClusterPlacementEngine
 from engine.core import Emit, EngineContext, Step
 from engine.errors import RoutingError
 from engine.inventory import InventoryChange
@@ -39,6 +40,8 @@ class Counted:
 class CountingEngine:
     KIND: ClassVar[str] = "Placement"
     EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+    KEY_SHAPE: ClassVar[str] = ClusterPlacementEngine.KEY_SHAPE
+    subject_of = staticmethod(ClusterPlacementEngine.subject_of)
 
     def __init__(self) -> None:
         self.decided: list[str] = []
