@@ -227,6 +227,17 @@ class ExplainingEngine(Protocol):
 
 
 @runtime_checkable
+class CostlyEngine(Protocol):
+    """An engine whose subjects can be far costlier to decide than others (a Placement whose CEL spends its whole
+    budget): the runtime decides such subjects after every other subject of the batch, so their cost delays no
+    other subject's decision and, in the service, no other task's commit."""
+
+    def costly(self, key: str, state: Any) -> bool:
+        """Whether deciding the subject is expected to be costly, from its state alone (deterministic)."""
+        ...
+
+
+@runtime_checkable
 class CountingEngine(Protocol):
     """An engine that counts events worth a metric (e.g. CEL evaluations stopped at their cost limit)."""
 
