@@ -3,29 +3,17 @@
 # credentials from files: PLACEMENT_KAFKA__SASL_PASSWORD_FILE, PLACEMENT_KAFKA__SSL_*_FILE and
 # PLACEMENT_EXPLAIN_TOKEN_FILE point at mounted secrets (docs/security.md), never at values baked into the image.
 # Health: probe GET /readyz on PLACEMENT_HTTP_PORT (docker-compose.yml does; a Kubernetes readinessProbe likewise).
-# The engine's hot modules are compiled with mypyc in a stage that has a C compiler (scripts/build_native.py);
-# the final image gets the build beside the sources it was made from.
-FROM python:3.11 AS native
-WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY topics ./topics
-COPY engine ./engine
-COPY streams ./streams
-COPY localbroker ./localbroker
-COPY advisors ./advisors
-COPY scripts/build_native.py ./scripts/
-RUN pip install --no-cache-dir '.[dev]' && python scripts/build_native.py
-
+# Every package the CLI imports is copied, so each command the README documents runs in the image.
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY topics ./topics
 COPY engine ./engine
-COPY --from=native /app/engine/_native ./engine/_native
 COPY streams ./streams
 COPY localbroker ./localbroker
 COPY advisors ./advisors
+COPY deployers ./deployers
 COPY examples ./examples
 RUN pip install --no-cache-dir . \
  && groupadd --system --gid 10001 placement \

@@ -95,6 +95,15 @@ class SubjectEngine(Protocol[S]):
     """Subject-key prefix this engine owns, e.g. `Placement`."""
     EVENTS: ClassVar[frozenset[str]]
     """Catalogue names (without version) of the subject events this engine consumes."""
+    KEY_SHAPE: ClassVar[str]
+    """The subject key's form, `KIND/<segment>/...`: routing checks every key against it (one segment per
+    placeholder, none empty) and error messages quote it."""
+
+    @staticmethod
+    def subject_of(event: DecodedEvent) -> str | None:
+        """The subject key the event's payload names, so a record under another key is refused; None when the
+        payload names none the runtime can compare (the engine then checks what it needs itself)."""
+        ...
 
     def on_event(self, key: str, state: S | None, event: DecodedEvent, ctx: EngineContext) -> Step[S]:
         """Apply one subject event. Returning `redecide=True` defers the decision to the end of the batch."""
@@ -214,6 +223,17 @@ class ExplainingEngine(Protocol):
 
     def explain(self, key: str, state: Any, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one subject against the current inputs; pure, publishes nothing."""
+        ...
+
+
+@runtime_checkable
+class CostlyEngine(Protocol):
+    """An engine whose subjects can be far costlier to decide than others (a Placement whose CEL spends its whole
+    budget): the runtime decides such subjects after every other subject of the batch, so their cost delays no
+    other subject's decision and, in the service, no other task's commit."""
+
+    def costly(self, key: str, state: Any) -> bool:
+        """Whether deciding the subject is expected to be costly, from its state alone (deterministic)."""
         ...
 
 

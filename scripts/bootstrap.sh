@@ -16,9 +16,3 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
-# The engine's hot modules compiled with mypyc (engine/native.py); rebuilt only when a compiled source changed.
-# Without a C compiler and Python's headers the engine runs its Python sources (5-20 % slower); the test
-# suite then needs PLACEMENT_NATIVE=0.
-if [ "${PLACEMENT_NATIVE:-1}" != 0 ] && ! .venv/bin/python scripts/build_native.py --if-stale; then
-  echo "warning: the engine's modules were not compiled (above): the engine runs its Python sources" >&2
-fi

@@ -8,7 +8,3 @@ bash scripts/bootstrap.sh
 echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy (strict: topics, engine, streams, advisors, deployers, localbroker)"; .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest "$@"
-if [ "${PLACEMENT_NATIVE:-1}" != 0 ] && [ $# -eq 0 ]; then
-  echo "== pytest, engine and topics on the Python sources (PLACEMENT_NATIVE=0)"
-  PLACEMENT_NATIVE=0 .venv/bin/pytest -q tests/engine tests/topics --ignore=tests/engine/test_engine_native.py
-fi

@@ -12,8 +12,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from mypy_extensions import mypyc_attr
-
 from engine.cluster.explain.placement import explain_evaluation
 from engine.cluster.fleet.views import EvaluationError, InventoryView
 from engine.cluster.pipeline.compiled import CompiledPlacement, compiled_spec
@@ -47,12 +45,18 @@ _TICK = timedelta(microseconds=1)
 """The shortest resync period: a shorter one would round to zero and never move the timer."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # tests and embedders may extend it (engine/native.py)
 class ClusterPlacementEngine:
     """The cluster placement engine; indexes are rebuilt from `track` calls."""
 
     KIND: ClassVar[str] = "Placement"
     EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+    KEY_SHAPE: ClassVar[str] = "Placement/<namespace>/<name>"
+
+    @staticmethod
+    def subject_of(event: DecodedEvent) -> str | None:
+        """`Placement/<namespace>/<name>` of the Placement (or deletion) the event carries."""
+        meta = event.data.metadata  # type: ignore[attr-defined]  # both events carry Kubernetes metadata
+        return f"Placement/{meta.namespace}/{meta.name}"
 
     def __init__(self) -> None:
         self._index = PlacementIndex()

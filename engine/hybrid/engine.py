@@ -106,6 +106,16 @@ class HybridPlacementEngine:
 
     KIND: ClassVar[str] = "PlacementRule"
     EVENTS: ClassVar[frozenset[str]] = frozenset({APPLIED, DELETED, POSTED})
+    KEY_SHAPE: ClassVar[str] = "PlacementRule/<namespace>/<name>"
+
+    @staticmethod
+    def subject_of(event: DecodedEvent) -> str | None:
+        """The rule an advisor's post answers, or the rule (or deletion) the event carries."""
+        data = event.data
+        if isinstance(data, RecommendationPosted):
+            return f"PlacementRule/{data.rule.namespace}/{data.rule.name}"
+        meta = data.metadata  # type: ignore[attr-defined]  # the rule events carry Kubernetes metadata
+        return f"PlacementRule/{meta.namespace}/{meta.name}"
 
     def __init__(self) -> None:
         self._tokens: dict[str, tuple[str, ...]] = {}

@@ -132,6 +132,12 @@ class QueueEngine:
 
     KIND: ClassVar[str] = "Application"
     EVENTS: ClassVar[frozenset[str]] = frozenset({_SUBMITTED, _COMPLETED})
+    KEY_SHAPE: ClassVar[str] = "Application/<partition>"
+
+    @staticmethod
+    def subject_of(event: DecodedEvent) -> str | None:
+        """None: the partition's spelling is normalised when the submission is applied, not by routing."""
+        return None
 
     def __init__(self, config: QueueConfig | None = None) -> None:
         self._config = config

@@ -12,7 +12,7 @@ from engine.core import SubjectEngine
 from engine.errors import RoutingError
 from engine.inventory import Inventory, InventoryChange
 from engine.runtime.records import InputRecord
-from engine.runtime.routing import inventory_key, inventory_record_key, named_by_inventory_key, shown, subject_key_of
+from engine.runtime.routing import inventory_key, inventory_record_key, named_by_inventory_key, shown
 from topics.codec import DecodedEvent, decode_event
 
 __all__ = ["apply_inventory_record", "read_subject_record"]
@@ -59,7 +59,7 @@ def read_subject_record(
     event = decode_event(record.value, record.topic)
     if event.kind.name not in engine.EVENTS:
         raise RoutingError(f"{event.envelope.type} cannot be sent for subject {key}")
-    named = subject_key_of(event)
+    named = engine.subject_of(event)
     if named is not None and named != key:
         raise RoutingError(f"record key {shown(key)} does not match the subject the event names ({shown(named)})")
     return key, event

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -246,41 +247,70 @@ class Runtime:
     def _finish(self, batch: Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
         """Decide the dirty subjects task by task, chunk by chunk, each chunk with its changelog entries, then
         write the changelog of the task's touched subjects (nothing is rewritten for those just decided) and mark
-        the task finished. A subject's state is final once decided, so its entry can go at once."""
+        the task finished. A subject's state is final once decided, so its entry can go at once.
+
+        Costly subjects (`CostlyEngine`) wait until every other task's subjects are decided and finished, so one
+        expensive subject delays no other task's commit (platform P14); each subject is still decided once."""
         task_of = self._task_of
-        by_task: dict[int, tuple[list[str], list[str]]] = {}
+        by_task: dict[int, _TaskWork] = {}
         for key in batch.dirty:
-            by_task.setdefault(task_of(key), ([], []))[0].append(key)
+            work = by_task.setdefault(task_of(key), _TaskWork())
+            (work.costly if self.subjects.is_costly(key) else work.dirty).append(key)
         for key in batch.touched:
-            by_task.setdefault(task_of(key), ([], []))[1].append(key)
+            by_task.setdefault(task_of(key), _TaskWork()).touched.append(key)
         batch.dirty.clear()
         for task in sorted(by_task):
-            dirty, touched = by_task[task]
-            dirty.sort()
-            for start in range(0, len(dirty), DECIDE_CHUNK):
-                if start and batch.outputs:
-                    yield Handover(batch.hand_over())
-                for key in dirty[start : start + DECIDE_CHUNK]:
-                    state = self.states.get(key)
-                    if state is not None:
-                        engine = self.engine_for(key)
-                        self.decided_subjects += 1
-                        before = batch.before.get(key, state)
-                        with self.subjects.isolated(batch, key, before, batch.causes.pop(key, ()), ctx.now):
-                            self.subjects.take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
-                            batch.outputs += self.subjects.changelog_entries(key)
-            for key in sorted(touched):
-                with self.subjects.isolated(batch, key, batch.before.get(key), batch.causes.pop(key, ()), ctx.now):
-                    batch.outputs += self.subjects.changelog_entries(key)
-            if mark_finished:
-                yield Handover(batch.hand_over(), finished=task)
-            elif batch.outputs:
-                yield Handover(batch.hand_over())
+            work = by_task[task]
+            yield from self._decide(batch, sorted(work.dirty), ctx)
+            if not work.costly:
+                yield from self._close_task(batch, task, work.touched, ctx, mark_finished)
+        for task in sorted(by_task):
+            work = by_task[task]
+            if work.costly:
+                yield from self._decide(batch, sorted(work.costly), ctx)
+                yield from self._close_task(batch, task, work.touched, ctx, mark_finished)
         batch.touched.clear()
         batch.before.clear()
         batch.causes.clear()
         if batch.outputs:
             yield Handover(batch.hand_over())
+
+    def _decide(self, batch: Batch, keys: list[str], ctx: EngineContext) -> Iterator[Handover]:
+        """Decide `keys` in order, handing the outputs over every `DECIDE_CHUNK` subjects."""
+        for start in range(0, len(keys), DECIDE_CHUNK):
+            if start and batch.outputs:
+                yield Handover(batch.hand_over())
+            for key in keys[start : start + DECIDE_CHUNK]:
+                state = self.states.get(key)
+                if state is not None:
+                    engine = self.engine_for(key)
+                    self.decided_subjects += 1
+                    before = batch.before.get(key, state)
+                    with self.subjects.isolated(batch, key, before, batch.causes.pop(key, ()), ctx.now):
+                        self.subjects.take(batch, engine, key, engine.decide(key, state, ctx), ctx.now)
+                        batch.outputs += self.subjects.changelog_entries(key)
+
+    def _close_task(
+        self, batch: Batch, task: int, touched: list[str], ctx: EngineContext, mark_finished: bool
+    ) -> Iterator[Handover]:
+        """Write the changelog of the task's touched subjects and hand its outputs over, marked finished."""
+        for key in sorted(touched):
+            with self.subjects.isolated(batch, key, batch.before.get(key), batch.causes.pop(key, ()), ctx.now):
+                batch.outputs += self.subjects.changelog_entries(key)
+        if mark_finished:
+            yield Handover(batch.hand_over(), finished=task)
+        elif batch.outputs:
+            yield Handover(batch.hand_over())
+
+
+@dataclass(slots=True)
+class _TaskWork:
+    """One task's share of a batch: subjects to decide (cheap first, costly after every other task) and subjects
+    whose changelog entries are due."""
+
+    dirty: list[str] = field(default_factory=list)
+    costly: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
 
 
 def _joined(chunks: Iterable[Handover]) -> list[OutputRecord]:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from engine.errors import RoutingError
 from engine.inventory import ObjectKey
 from engine.inventory.store import TAINTS_KIND
+from engine.registry import SUBJECT_ENGINES
 from topics.codec import DecodedEvent
-from topics.events import ObjectDeleted
 from topics.inventory import ClusterTaintsUpdated
 from topics.names import TopicRole
-from topics.placement import Placement
-from topics.placementrule import PlacementRule, RecommendationPosted
 
 __all__ = [
     "INVENTORY_KINDS",
@@ -36,7 +32,12 @@ INVENTORY_KINDS: dict[str, str] = {
 }
 """Event-name stem -> inventory kind; `resource.*` events carry their kind in the object."""
 
-_SUBJECT_PARTS = {"Application": 2, "Placement": 3, "PlacementRule": 3}
+_SHAPES = {engine.KIND: engine.KEY_SHAPE for engine in SUBJECT_ENGINES}
+"""Each subject kind's key form, as its engine declares it."""
+_SUBJECT_PARTS = {kind: shape.count("/") + 1 for kind, shape in _SHAPES.items()}
+_BY_EVENT = {name: engine for engine in SUBJECT_ENGINES for name in engine.EVENTS}
+_SHORT_KIND = "Placement"
+"""The kind an explain request's `NS/NAME` names (what `--placement` always meant)."""
 
 
 def shown(text: str, limit: int = 200) -> str:
@@ -56,8 +57,7 @@ def subject_kind(key: str) -> str:
         raise RoutingError(f"record key {shown(key)} does not start with a subject kind ({known})")
     split = key.split("/")
     if len(split) != parts or not split[-1]:
-        shape = "Application/<partition>" if parts == 2 else f"{kind}/<namespace>/<name>"
-        raise RoutingError(f"record key {shown(key)} is not of the form {shape}")
+        raise RoutingError(f"record key {shown(key)} is not of the form {_SHAPES[kind]}")
     return kind
 
 
@@ -72,24 +72,34 @@ def explain_key(text: str) -> str:
     key = text.strip()
     kind = key.partition("/")[0]
     if kind not in _SUBJECT_PARTS and key.count("/") == 1:
-        key, kind = f"Placement/{key}", "Placement"
+        key, kind = f"{_SHORT_KIND}/{key}", _SHORT_KIND
     parts = _SUBJECT_PARTS.get(kind)
     if parts is None:
-        raise RoutingError(f"{text!r} is not a subject key: expected {_EXPLAIN_SHAPES}")
+        raise RoutingError(f"{text!r} is not a subject key: expected {_explain_shapes()}")
     segments = key.split("/")
     if len(segments) != parts or not all(segments):
-        raise RoutingError(f"{text!r} is not a subject key: expected {_SHAPES[kind]}")
+        raise RoutingError(f"{text!r} is not a subject key: expected {_explain_shape(kind)}")
     if any(ch.isspace() or not ch.isprintable() for ch in key):
         raise RoutingError(f"{text!r} is not a subject key: names hold no spaces or control characters")
     return key
 
 
-_SHAPES = {
-    "Application": "Application/PARTITION",
-    "Placement": "NS/NAME or Placement/NS/NAME",
-    "PlacementRule": "PlacementRule/NS/NAME",
-}
-_EXPLAIN_SHAPES = "NS/NAME (a placement), Placement/NS/NAME, PlacementRule/NS/NAME or Application/PARTITION"
+def _typed(kind: str) -> str:
+    """A kind's key form as a user types it: `Placement/NS/NAME`."""
+    segments = [part.strip("<>").upper() for part in _SHAPES[kind].split("/")[1:]]
+    return "/".join([kind, *("NS" if part == "NAMESPACE" else part for part in segments)])
+
+
+def _explain_shape(kind: str) -> str:
+    typed = _typed(kind)
+    return f"{typed.removeprefix(kind + '/')} or {typed}" if kind == _SHORT_KIND else typed
+
+
+def _explain_shapes() -> str:
+    kinds = sorted(_SHAPES, key=lambda kind: kind != _SHORT_KIND)
+    shown_kinds = [f"{_typed(_SHORT_KIND).removeprefix(_SHORT_KIND + '/')} (a {_SHORT_KIND.lower()})"]
+    shown_kinds += [_typed(kind) for kind in kinds]
+    return f"{', '.join(shown_kinds[:-1])} or {shown_kinds[-1]}"
 
 
 def changelog_key(subject: str, part: str) -> str:
@@ -107,15 +117,10 @@ def split_changelog_key(key: str) -> tuple[str, str]:
 
 
 def subject_key_of(event: DecodedEvent) -> str | None:
-    """The subject key the payload names, where the payload names one (None for application events,
-    whose partition spelling is the queue engine's to normalise)."""
-    data: BaseModel = event.data
-    if isinstance(data, RecommendationPosted):
-        return f"PlacementRule/{data.rule.namespace}/{data.rule.name}"
-    if isinstance(data, Placement | PlacementRule | ObjectDeleted):
-        kind = "Placement" if event.kind.name.startswith("placement.") else "PlacementRule"
-        return f"{kind}/{data.metadata.namespace}/{data.metadata.name}"
-    return None
+    """The subject key the payload names, as the engine that takes the event says (`SubjectEngine.subject_of`);
+    None where it names none, or no engine takes the event."""
+    engine = _BY_EVENT.get(event.kind.name)
+    return None if engine is None else engine.subject_of(event)
 
 
 def inventory_key(event: DecodedEvent) -> ObjectKey:

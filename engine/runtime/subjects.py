@@ -17,6 +17,7 @@ from typing import Any
 from engine.core import (
     BulkTrackingEngine,
     ConfiguredEngine,
+    CostlyEngine,
     CountingEngine,
     EngineContext,
     ExplainingEngine,
@@ -52,10 +53,17 @@ class Subjects:
         self.inventory_aware = {engine.KIND: engine for engine in engines if isinstance(engine, InventoryAwareEngine)}
         self.configured = {engine.KIND: engine for engine in engines if isinstance(engine, ConfiguredEngine)}
         self.bulk_tracking = [engine for engine in engines if isinstance(engine, BulkTrackingEngine)]
+        self.costly = {engine.KIND: engine for engine in engines if isinstance(engine, CostlyEngine)}
         self.timers = TimerQueue()
         self.changelog = ChangelogMemory()
         self.incidents: list[Incident] = []
         """Failures isolated since the runtime last took them, for logs and metrics."""
+
+    def is_costly(self, key: str) -> bool:
+        """Whether the subject's engine expects its decision to be costly (`CostlyEngine`); False when absent."""
+        engine = self.costly.get(subject_kind(key))
+        state = self.states.get(key)
+        return engine is not None and state is not None and engine.costly(key, state)
 
     def engine_for(self, key: str) -> SubjectEngine[Any]:
         """The engine owning a subject key."""

@@ -45,6 +45,8 @@ class Replica:
     def __init__(self, env: dict[str, str], slot: int, member_id: str, workdir: Path) -> None:
         self.slot = slot
         self.member_id = member_id
+        self.command = _command()
+        """What the next start runs: this checkout's processor, or an earlier release's (upgrade runs)."""
         self._env = {**os.environ, **env, "PLACEMENT_KAFKA__GROUP_INSTANCE_ID": member_id}
         self._workdir = workdir / f"slot{slot}"
         self._workdir.mkdir(parents=True, exist_ok=True)
@@ -63,7 +65,7 @@ class Replica:
         env = {**self._env, "PLACEMENT_HTTP_PORT": str(self.port)}
         with self.log.open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(
-                *_command(), env=env, cwd=self._workdir, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log
+                *self.command, env=env, cwd=self._workdir, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log
             )
         self.started_at = time.monotonic()
         self.was_ready = False

@@ -53,6 +53,10 @@ class Plan:
     """Events per second the stream is produced at (bursts of `burst`), so faults strike all along it."""
     late_rejoin: bool = False
     """Every other kill leaves the instance down until the others have taken its tasks over."""
+    previous: tuple[str, ...] = ()
+    """Upgrade runs: the command of the previous release. Every slot starts on it, and `swaps` graceful
+    hand-overs each restart one slot on the other version (a rolling upgrade, then a rollback, and so on)."""
+    swaps: int = 0
     log_level: str = "WARNING"
     """PLACEMENT_LOG_LEVEL of the instances (their logs are `slot<n>.log` in the run's directory)."""
 
@@ -79,6 +83,8 @@ class Report:
     exits: list[str] = field(default_factory=list)
     """Instances that ended on their own (exit code, last error); the harness restarted them as a supervisor
     would."""
+    swaps: list[str] = field(default_factory=list)
+    """Upgrade runs: `slot <n> -> previous|current` per graceful hand-over that changed a slot's version."""
     stop_codes: list[int | None] = field(default_factory=list)
     produced: int = 0
     seconds: float = 0.0
@@ -126,6 +132,8 @@ class Report:
             lines.append(
                 f"[{plan.name}] rejoin after the takeover (restart -> ready -> probe), s: {seconds(self.rejoins)}"
             )
+        if self.swaps:
+            lines.append(f"[{plan.name}] graceful version swaps: {', '.join(self.swaps)}")
         if self.unstable:
             lines.append(f"[{plan.name}] open transactions when read: {', '.join(self.unstable)}")
         for how, start, flow in self.broker_recoveries:
@@ -164,6 +172,10 @@ class _Run:
         )
         env = self.settings.environment()
         self.replicas = [Replica(env, n, f"{self.world.group}-slot{n}", workdir) for n in range(plan.instances)]
+        self.current = self.replicas[0].command
+        if plan.previous:
+            for replica in self.replicas:
+                replica.command = list(plan.previous)
         self.feeder = Feeder(bootstrap, self.world.topics)
         self.watch = DecisionWatch(bootstrap, self.world.topics.decisions)
         self.report = Report(plan, logs=str(workdir))
@@ -211,6 +223,19 @@ class _Run:
             self.report.recoveries.append(await self.probe(victim.started_at))
             await victim.wait_ready(BOUND_SECONDS)
 
+    async def swap(self, number: int) -> None:
+        """A graceful hand-over that changes a slot's version: SIGTERM, then a start on the other release."""
+        replica = self.replicas[number % len(self.replicas)]
+        self.held.add(replica.slot)
+        self.report.stop_codes.append(await replica.stop())
+        on_previous = replica.command != self.current
+        replica.command = self.current if on_previous else list(self.plan.previous)
+        self.report.swaps.append(f"slot {replica.slot} -> {'current' if on_previous else 'previous'}")
+        await replica.start()
+        self.held.discard(replica.slot)
+        self.report.recoveries.append(await self.probe(replica.started_at))
+        await replica.wait_ready(BOUND_SECONDS)
+
     async def _until_restoring(self, replica: Replica) -> None:
         deadline = time.monotonic() + BOUND_SECONDS
         while await replica.phase() in ("start-up", "down") and time.monotonic() < deadline:
@@ -245,7 +270,11 @@ class _Run:
             remaining -= 1 if kind == "mid-stream" else 2
         faults += [("broker", how) for how in self.plan.broker_stops]
         self.rng.shuffle(faults)
-        return faults
+        swaps = [("swap", str(number)) for number in range(self.plan.swaps)]
+        # the swaps keep their order (upgrade, then rollback...), the kills fall between them
+        return [fault for pair in zip(swaps, faults, strict=False) for fault in pair] + (
+            swaps[len(faults) :] if len(swaps) > len(faults) else faults[len(swaps) :]
+        )
 
     async def stream(self) -> None:
         faults = self.schedule()
@@ -267,6 +296,8 @@ class _Run:
             if fault[0] == "kill":
                 kill_rounds += 1
                 await self.kill_round(fault[1], kill_rounds)
+            elif fault[0] == "swap":
+                await self.swap(int(fault[1]))
             else:
                 await self.broker_stop(fault[1])
 
@@ -345,7 +376,7 @@ async def run_plan(plan: Plan, bootstrap: str, workdir: Path, broker: LocalBroke
         await run.drain()
         supervisor.cancel()
         run.report.regressions = list(run.watch.regressions)
-        run.report.stop_codes = list(await asyncio.gather(*(r.stop() for r in run.replicas)))
+        run.report.stop_codes += await asyncio.gather(*(r.stop() for r in run.replicas))
         run.report.produced = len(run.feeder.sent)
         run.report.verdict = await run.verdict()
         run.report.unstable = await run.unstable()

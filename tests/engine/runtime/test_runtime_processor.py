@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
+from engine.cluster import ClusterPlacementEngine
 from engine.core import Emit, EngineContext, Step
 from engine.errors import RoutingError
 from engine.inventory import InventoryChange
@@ -39,6 +40,8 @@ class Counted:
 class CountingEngine:
     KIND: ClassVar[str] = "Placement"
     EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied", "placement.deleted"})
+    KEY_SHAPE: ClassVar[str] = ClusterPlacementEngine.KEY_SHAPE
+    subject_of = staticmethod(ClusterPlacementEngine.subject_of)
 
     def __init__(self) -> None:
         self.decided: list[str] = []
@@ -391,3 +394,38 @@ def test_changelog_keys_name_the_subject_and_the_part(subject: str, part: str, k
 def test_changelog_keys_without_a_subject_are_refused(key: str) -> None:
     with pytest.raises(RoutingError):
         split_changelog_key(key)
+
+
+class CostlyCountingEngine(CountingEngine):
+    """Subjects annotated `costly` say their decision is costly (`CostlyEngine`)."""
+
+    def costly(self, key: str, state: Counted) -> bool:
+        return "costly" in state.placement.metadata.annotations
+
+
+@pytest.mark.parametrize(
+    ("costly", "light"),
+    [
+        (["p0000"], ["p0001", "p0002", "p0003", "p0004", "p0005"]),  # task 0 holds a costly and a light subject
+        (["p0001", "p0005"], ["p0000", "p0002", "p0003", "p0004"]),  # two costly subjects, tasks 1 and 2
+        ([], ["p0000", "p0001", "p0002"]),  # none costly: task after task, as before
+    ],
+)
+def test_costly_subjects_are_decided_after_every_other_task_finished(costly: list[str], light: list[str]) -> None:
+    engine = CostlyCountingEngine()
+    runtime = Runtime([engine], task_of=_task_by_number)
+    inputs = [cluster("c", "a")]
+    inputs += [placement(name, "a", **({"costly": 1} if name in costly else {})) for name in sorted(costly + light)]
+    handed = list(runtime.process_chunks(inputs, T0))
+    costly_keys = [f"Placement/ns/{name}" for name in costly]
+    light_keys = [f"Placement/ns/{name}" for name in light]
+    # light subjects task by task, then the costly ones task by task: each decided once
+    by_task = lambda k: (_task_by_number(k), k)  # noqa: E731
+    assert engine.decided == sorted(light_keys, key=by_task) + sorted(costly_keys, key=by_task)
+    costly_tasks = {_task_by_number(k) for k in costly_keys}
+    light_only = sorted({_task_by_number(k) for k in light_keys} - costly_tasks)
+    assert [c.finished for c in handed if c.finished is not None] == light_only + sorted(costly_tasks)
+    _assert_nothing_after_its_task_finished(handed)
+    whole = Runtime([CostlyCountingEngine()], task_of=_task_by_number).process(inputs, T0)
+    assert [o.value for c in handed for o in c.records] == [o.value for o in whole], "deterministic"
+    assert sorted(name for name, _ in decided(whole)) == sorted(costly + light)

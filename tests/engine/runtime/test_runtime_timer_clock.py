@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
+from engine.cluster import ClusterPlacementEngine
 from engine.core import EngineContext, Step
 from engine.inventory import InventoryChange
 from engine.runtime import InputRecord, Runtime
@@ -30,6 +31,8 @@ class TimerEngine:
 
     KIND: ClassVar[str] = "Placement"
     EVENTS: ClassVar[frozenset[str]] = frozenset({"placement.applied"})
+    KEY_SHAPE: ClassVar[str] = ClusterPlacementEngine.KEY_SHAPE
+    subject_of = staticmethod(ClusterPlacementEngine.subject_of)
 
     def __init__(self) -> None:
         self.fired: list[tuple[str, datetime, datetime | None]] = []
