@@ -25,12 +25,15 @@ FIX_PARTITIONER = (
 
 
 def apply_inventory_record(inventory: Inventory, record: InputRecord, now: datetime) -> list[InventoryChange]:
-    """Apply the record at its event time (else its record time, else `now`); returns what changed.
+    """Apply the record at its event time (else its record time, else `now`), but never later than `now`: a
+    producer's clock ahead of the processor's would date an undated taint in the future and keep its toleration
+    from expiring (P7); upstream dates it by the hub's clock. Replay's `now` is the latest event time, so there
+    it is always the event time. Returns what changed.
 
     Raises:
         PlacementStreamError: the record cannot be read, or its key is not the object it carries.
     """
-    at = record.timestamp or now
+    at = min(record.timestamp or now, now)
     if record.key is None:
         raise RoutingError("inventory records need a key")
     key_text = record.key.decode()
@@ -41,7 +44,7 @@ def apply_inventory_record(inventory: Inventory, record: InputRecord, now: datet
     expected = inventory_record_key(record.topic, named)
     if key_text != expected:
         raise RoutingError(f"record key {shown(key_text)} does not match the object it carries ({shown(expected)})")
-    at = event.time or at
+    at = min(event.time or at, now)
     if event.kind.name.endswith(".deleted"):
         return inventory.delete(named, at)
     return inventory.apply(event.data, at)  # type: ignore[arg-type]
