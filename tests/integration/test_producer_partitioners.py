@@ -53,6 +53,12 @@ def _tier(i: int) -> dict[str, Any]:
     return {"predicates": [{"requiredClusterSelector": selector}]}
 
 
+def deleted(applied: dict[str, Any]) -> dict[str, Any]:
+    """The `placement.deleted` event of an applied Placement."""
+    data = {"metadata": applied["data"]["metadata"]}
+    return {**applied, "id": f"{applied['id']}-deleted", "type": "placement.deleted.v1", "data": data}
+
+
 def produce_with_librdkafka(bootstrap: str, items: Sequence[Item], config: dict[str, str]) -> dict[str, int]:
     """Send with confluent-kafka; the partition each key arrived at, from the delivery reports."""
     arrived: dict[str, int] = {}
@@ -128,6 +134,17 @@ async def test_librdkafka_records_are_decided_with_murmur2_and_refused_off_their
         letters = await world.collect(topics.dead_letter, lambda r: len(r) >= len(misplaced))
         await wait_for(lambda: misplaced_count(processor, topics.submissions) == len(misplaced))
 
+        # the same Placements deleted by a murmur2 producer: none keeps a live decision
+        deletions = [(topic, key, deleted(value)) for topic, key, value in default]
+        await asyncio.to_thread(produce_with_librdkafka, kafka_bootstrap, deletions, murmur2)
+        placed_keys = {key for _, key, _ in placed}
+        after = await world.collect(
+            topics.decisions, lambda r: placed_keys <= {x.key.decode() for x in r if not x.value}
+        )
+
+    assert_on_their_keys_partitions(after)
+    latest = {r.key.decode(): r.value for r in after}
+    assert [key for _, key, _ in default if latest.get(key) is not None] == [], "a deleted Placement left a decision"
     assert_on_their_keys_partitions(decisions)
     assert set(last_decisions(decisions)) == wanted, "no misplaced subject is decided"
     assert last_decisions(decisions) == replayed(inventory + right + placed, world)
