@@ -101,9 +101,9 @@ def last_decisions(records: Sequence[Record]) -> dict[str, Any]:
     return {r.key.decode(): decision(orjson.loads(r.value)) for r in records if r.key and r.value is not None}
 
 
-def assert_on_their_keys_partitions(records: Sequence[Record]) -> None:
+def assert_on_their_keys_partitions(records: Sequence[Record], partitions: int = PARTITIONS) -> None:
     """0 decisions written on a partition other than their key's."""
-    elsewhere = [(r.key, r.partition) for r in records if r.partition != partition_of(r.key.decode(), PARTITIONS)]
+    elsewhere = [(r.key, r.partition) for r in records if r.partition != partition_of(r.key.decode(), partitions)]
     assert elsewhere == []
 
 
@@ -192,3 +192,30 @@ async def test_the_go_example_produces_on_the_murmur2_partitions(kafka_bootstrap
     assert arrived == {key: partition_of(key, PARTITIONS) for key in wanted}
     assert_on_their_keys_partitions(decisions)
     assert last_decisions(decisions) == replayed(inventory + items, world)
+
+
+async def test_with_two_instances_no_instance_decides_a_subject_of_the_other(kafka_bootstrap: str) -> None:
+    """The instance owning the arrival partition of a misplaced record refuses it: the subject stays its owner's,
+    and no decision is written into the owner's partition by the other instance."""
+    world = KafkaWorld(kafka_bootstrap, partitions=2)
+    topics = world.topics
+    inventory, items = base_inventory(world, CLUSTERS), placements(world, "t", 16)
+    async with running(world.settings()) as one:  # creates the topics
+        await world.produce(inventory)
+        async with running(world.settings()) as two:
+            await wait_for(lambda: one.owned_tasks | two.owned_tasks == {0, 1} and len(one.owned_tasks) == 1)
+            await inventory_has(two, list(CLUSTERS))
+            arrived = await asyncio.to_thread(produce_with_librdkafka, kafka_bootstrap, items, {})
+            misplaced = {key for key, p in arrived.items() if p != partition_of(key, 2)}
+            placed = {key for key in arrived if key not in misplaced}
+            assert misplaced and placed, "CRC32 and murmur2 agree on some of 16 keys and not on others"
+            decisions = await world.collect(topics.decisions, lambda r: {x.key.decode() for x in r} >= placed)
+            letters = await world.collect(topics.dead_letter, lambda r: len(r) >= len(misplaced))
+            held = {p: set(p.runtime.states if p.runtime else ()) for p in (one, two)}
+            owned = {p: p.owned_tasks for p in (one, two)}
+
+    assert {r.key.decode() for r in decisions} == placed
+    assert_on_their_keys_partitions(decisions, 2)
+    assert sorted(r.key.decode() for r in letters) == sorted(misplaced)
+    for processor, keys in held.items():
+        assert keys == {key for key in placed if partition_of(key, 2) in owned[processor]}
