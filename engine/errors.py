@@ -7,7 +7,14 @@ from typing import ClassVar
 
 from topics.errors import PlacementStreamError, Stage
 
-__all__ = ["EngineError", "InvalidStateError", "QueueConfigError", "RoutingError", "UnreadableState"]
+__all__ = [
+    "EngineError",
+    "InvalidStateError",
+    "MisplacedRecordError",
+    "QueueConfigError",
+    "RoutingError",
+    "UnreadableState",
+]
 
 
 class EngineError(PlacementStreamError):
@@ -24,6 +31,16 @@ class RoutingError(EngineError):
     """A record's key does not name a subject this service handles."""
 
     stage: ClassVar[str] = Stage.VALIDATE
+
+
+class MisplacedRecordError(RoutingError):
+    """A subject record arrived on a partition other than the one its key hashes to, so the task reading it does
+    not own its subject (its producer does not partition keys by murmur2)."""
+
+    def __init__(self, message: str, *, expected: int, arrived: int) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.arrived = arrived
 
 
 class InvalidStateError(EngineError):

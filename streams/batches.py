@@ -21,6 +21,7 @@ from engine.runtime import Handover, InputRecord, Runtime
 from streams.kafka.clients import Records
 from streams.kafka.poison import PoisonGuard
 from streams.metrics import Metrics
+from streams.misplaced import MisplacedRecords
 from streams.publisher import Publisher
 from topics.names import TopicRole
 
@@ -116,6 +117,7 @@ class BatchHandler:
         self._roles = roles
         self._take_task = take_task
         self._progress = progress
+        self._misplaced = MisplacedRecords(metrics)
 
     async def handle(self, inventory: list[ConsumerRecord[bytes, bytes]], subjects: Records) -> None:
         """Apply the inventory records and the owned tasks' subject records, fire due timers, and commit each
@@ -145,6 +147,7 @@ class BatchHandler:
                 metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
         metrics.subjects.set(len(runtime.states))
         metrics.follow_engine_counters(runtime.counters())
+        self._misplaced.note(runtime.take_misplaced())
         for incident in runtime.take_incidents():
             metrics.incidents.labels(incident.stage).inc()
             log.error(

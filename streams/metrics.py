@@ -55,6 +55,12 @@ class Metrics:
         self.decided = Counter("placement_subjects_decided", "Subjects decided, re-decisions included", registry=r)
         self.produced = Counter("placement_records_produced", "Records produced", ["topic"], registry=r)
         self.dead_letters = Counter("placement_dead_letters", "Records dead-lettered", ["topic", "stage"], registry=r)
+        self.misplaced = Counter(
+            "placement_misplaced_records",
+            "Subject records refused (dead-lettered) for arriving off the partition murmur2 of their key names",
+            ["topic"],
+            registry=r,
+        )
         self.transactions = Counter("placement_transactions", "Task transactions", ["outcome"], registry=r)
         self.rebalances = Counter("placement_rebalances", "Consumer-group assignments received", registry=r)
         self.decision_latency = Histogram(

@@ -9,11 +9,23 @@ from pydantic import Field
 
 from topics.base import KubeObject
 
-__all__ = ["Condition", "Int32", "LabelSelector", "LabelSelectorRequirement", "ObjectMeta", "ObjectReference"]
+__all__ = [
+    "Condition",
+    "Int32",
+    "Int64",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "ObjectMeta",
+    "ObjectReference",
+]
 
 
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 """A Kubernetes `int32` field: the API server refuses anything wider, and totals are summed in 64 bits (E7)."""
+
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""A Kubernetes `int64` field (generations, `tolerationSeconds`): wider numbers are refused, as the API server
+refuses them, rather than failing later when a decision carrying one is written."""
 
 
 class ObjectMeta(KubeObject):
@@ -23,7 +35,7 @@ class ObjectMeta(KubeObject):
     namespace: str = ""
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
-    generation: int = 0
+    generation: Int64 = 0
     deletion_timestamp: datetime | None = None
 
 
@@ -59,4 +71,4 @@ class Condition(KubeObject):
     reason: str = ""
     message: str = ""
     last_transition_time: datetime | None = None
-    observed_generation: int | None = None
+    observed_generation: Int64 | None = None

@@ -8,12 +8,12 @@ TypedDicts: they are built in bulk by the engine and must stay cheap (no per-clu
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import orjson
 from pydantic import (
     Field,
-    StrictInt,
+    Strict,
     StrictStr,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 from topics.base import EventData, KubeObject, validated_once
 from topics.interning import SharedByKey
-from topics.k8s import Condition, Int32, LabelSelector, LabelSelectorRequirement, ObjectMeta
+from topics.k8s import Condition, Int32, Int64, LabelSelector, LabelSelectorRequirement, ObjectMeta
 
 __all__ = [
     "AddOnScoreCoordinate",
@@ -116,7 +116,7 @@ class Toleration(KubeObject):
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class GroupClusterSelector(KubeObject):
@@ -138,7 +138,8 @@ class GroupStrategy(KubeObject):
     """How selected clusters are split into decision groups."""
 
     decision_groups: list[DecisionGroup] = Field(default_factory=list)
-    clusters_per_decision_group: StrictInt | StrictStr = "100%"
+    clusters_per_decision_group: Annotated[Int32, Strict()] | StrictStr = "100%"
+    """IntOrString: its integer is an int32."""
 
 
 class DecisionStrategy(KubeObject):
@@ -152,7 +153,7 @@ class PlacementSpec(KubeObject):
     and ignored (M)."""
 
     cluster_sets: list[str] = Field(default_factory=list)
-    number_of_clusters: int | None = None
+    number_of_clusters: Int32 | None = None
     predicates: list[ClusterPredicate] = Field(default_factory=list)
     prioritizer_policy: PrioritizerPolicy = Field(default_factory=PrioritizerPolicy)
     tolerations: list[Toleration] = Field(default_factory=list)

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from topics.base import EventData, KubeObject
-from topics.k8s import LabelSelector, ObjectMeta, ObjectReference
+from topics.k8s import Int32, LabelSelector, ObjectMeta, ObjectReference
 
 __all__ = [
     "DEFAULT_ADVISOR_WEIGHT",
@@ -49,7 +49,7 @@ class AdvisorSpec(KubeObject):
 
     name: str = Field(min_length=1)
     type: str | None = None
-    weight: int | None = None
+    weight: Int32 | None = None
     rules: Any = None
 
     @property
@@ -69,8 +69,8 @@ class PlacementRuleSpec(KubeObject):
     deployer_type: str | None = None
     targets: list[ObjectReference] | None = None
     target_labels: LabelSelector | None = None
-    decision_weight: int | None = None
-    replicas: int | None = None
+    decision_weight: Int32 | None = None
+    replicas: Int32 | None = None
     advisors: list[AdvisorSpec] | None = None
 
     @property

@@ -24,12 +24,12 @@ from engine.core import (
     Step,
     SubjectEngine,
 )
-from engine.errors import RoutingError
+from engine.errors import MisplacedRecordError, RoutingError
 from engine.inventory import Inventory, InventoryChange
 from engine.runtime.batch import Batch
 from engine.runtime.deadletter import dead_letter
-from engine.runtime.inputs import apply_inventory_record, read_subject_record
-from engine.runtime.records import Handover, Incident, InputRecord, OutputRecord
+from engine.runtime.inputs import apply_inventory_record, producer_of, read_subject_record
+from engine.runtime.records import Handover, Incident, InputRecord, Misplaced, OutputRecord
 from engine.runtime.routing import (
     subject_kind,
 )
@@ -68,6 +68,10 @@ class Runtime:
         """Only one instance dead-letters bad global-table records, or every instance would."""
         self._task_of: Callable[[str], int] = task_of or _one_task
         """The task (input partition) owning a subject; replay runs everything as one task."""
+        self._placed_by = task_of
+        """Given, a subject record is applied only from its task's partition (P3); replay has one task."""
+        self.misplaced: list[Misplaced] = []
+        """Subject records refused for their partition since the service last took them (`take_misplaced`)."""
         if config is not None:  # the configuration active at start (the service's queue file)
             for configured in self.subjects.configured.values():
                 configured.configure(config)
@@ -102,6 +106,11 @@ class Runtime:
     def take_incidents(self) -> list[Incident]:
         """The failures isolated since the last call: each one cost a dead letter or a skipped decision."""
         taken, self.subjects.incidents = self.subjects.incidents, []
+        return taken
+
+    def take_misplaced(self) -> list[Misplaced]:
+        """The subject records refused for arriving off their key's partition since the last call."""
+        taken, self.misplaced = self.misplaced, []
         return taken
 
     # --- batches ----------------------------------------------------------------------------------
@@ -212,9 +221,12 @@ class Runtime:
 
     def _apply_subject(self, batch: Batch, record: InputRecord, ctx: EngineContext) -> None:
         try:
-            key, event = read_subject_record(record, self.subjects.engine_for)
+            key, event = read_subject_record(record, self.subjects.engine_for, self._placed_by)
         except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
             batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=True))
+            if isinstance(exc, MisplacedRecordError):
+                topic = record.topic_name or record.topic.value
+                self.misplaced.append(Misplaced(topic, producer_of(record.value), exc.expected, exc.arrived))
             return
         if event is None:
             self._run(batch, key, ctx, lambda e, s: e.on_deleted(key, s, ctx), allow_new=True, cause=record)

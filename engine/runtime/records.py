@@ -8,7 +8,7 @@ from datetime import datetime
 from topics.errors import Stage
 from topics.names import TopicRole
 
-__all__ = ["Handover", "Header", "Incident", "InputRecord", "OutputRecord", "Stage"]
+__all__ = ["Handover", "Header", "Incident", "InputRecord", "Misplaced", "OutputRecord", "Stage"]
 
 Header = tuple[str, bytes]
 
@@ -63,3 +63,15 @@ class Incident:
     stage: str
     error: BaseException
     dead_letters: int
+
+
+@dataclass(frozen=True, slots=True)
+class Misplaced:
+    """A subject record refused because it arrived off its key's partition (its dead letter says why): the
+    service counts it and names its producer (the event's CloudEvents `source`, empty for a tombstone or a
+    value without one) once per topic."""
+
+    topic_name: str
+    producer: str
+    expected: int
+    arrived: int

@@ -102,6 +102,8 @@ INVALID = [
     ([zone(maxSkew=1.5)], f"{P}[0].maxSkew must be at least 1: 1.5"),
     ([zone(maxSkew=True)], f"{P}[0].maxSkew must be at least 1: true"),
     ([zone(maxSkew="2")], f'{P}[0].maxSkew must be at least 1: "2"'),
+    ([zone(maxSkew=2**31)], f"{P}[0].maxSkew must be at most 2147483647: 2147483648"),
+    ([zone(maxSkew=2**63 - 1)], f"{P}[0].maxSkew must be at most 2147483647: 9223372036854775807"),
     ([zone(whenUnsatisfiable="Never")], f'{P}[0].whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway: "Never"'),
     ([zone(whenUnsatisfiable="")], f'{P}[0].whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway: ""'),
     # field order within a term, then term order

@@ -329,7 +329,8 @@ def test_subjects_are_decided_task_by_task_and_each_task_is_marked_finished_afte
     engine = CountingEngine()
     runtime = Runtime([engine], task_of=_task_by_number)
     names = [f"p{i:04}" for i in range(placements)]
-    handed = list(runtime.process_chunks([cluster("c", "a")] + [placement(n, "a") for n in reversed(names)], T0))
+    placed = [_on_its_task(placement(n, "a")) for n in reversed(names)]
+    handed = list(runtime.process_chunks([cluster("c", "a"), *placed], T0))
     keys = [f"Placement/ns/{n}" for n in names]
     assert engine.decided == sorted(keys, key=lambda k: (_task_by_number(k), k))
     tasks = sorted({_task_by_number(k) for k in keys})
@@ -338,10 +339,12 @@ def test_subjects_are_decided_task_by_task_and_each_task_is_marked_finished_afte
     assert sorted(_subjects(Handover([o for c in handed for o in c.records]), TopicRole.CHANGELOG)) == sorted(keys)
 
     # a deleted subject is touched, not decided: its tombstone still comes within its own task
-    deletion = record(
-        TopicRole.SUBMISSIONS,
-        keys[-1],
-        event("placement.deleted", {"metadata": {"name": names[-1], "namespace": "ns"}}),
+    deletion = _on_its_task(
+        record(
+            TopicRole.SUBMISSIONS,
+            keys[-1],
+            event("placement.deleted", {"metadata": {"name": names[-1], "namespace": "ns"}}),
+        )
     )
     again = list(runtime.process_chunks([cluster("c2", "a"), deletion], T0))
     _assert_nothing_after_its_task_finished(again)
@@ -349,6 +352,11 @@ def test_subjects_are_decided_task_by_task_and_each_task_is_marked_finished_afte
     changelog = [o for c in again for o in c.records if o.topic is TopicRole.CHANGELOG]
     assert sorted(o.subject for o in changelog if o.subject) == sorted(keys)
     assert [o.subject for o in changelog if o.value is None] == [keys[-1]]
+
+
+def _on_its_task(given: InputRecord) -> InputRecord:
+    assert given.key is not None
+    return replace(given, partition=_task_by_number(given.key.decode()))
 
 
 def _assert_nothing_after_its_task_finished(handed: list[Handover]) -> None:
@@ -415,7 +423,10 @@ def test_costly_subjects_are_decided_after_every_other_task_finished(costly: lis
     engine = CostlyCountingEngine()
     runtime = Runtime([engine], task_of=_task_by_number)
     inputs = [cluster("c", "a")]
-    inputs += [placement(name, "a", **({"costly": 1} if name in costly else {})) for name in sorted(costly + light)]
+    inputs += [
+        _on_its_task(placement(name, "a", **({"costly": 1} if name in costly else {})))
+        for name in sorted(costly + light)
+    ]
     handed = list(runtime.process_chunks(inputs, T0))
     costly_keys = [f"Placement/ns/{name}" for name in costly]
     light_keys = [f"Placement/ns/{name}" for name in light]

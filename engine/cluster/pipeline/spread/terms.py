@@ -18,6 +18,8 @@ __all__ = ["NO_SPREAD", "SpreadPolicy", "SpreadTerm", "has_terms", "parse_spread
 
 _MAX_TERMS = 8
 _MAX_KEY_LENGTH = 316
+_MAX_SKEW = 2**31 - 1
+"""maxSkew is an int32 upstream."""
 _KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
 )
@@ -102,6 +104,8 @@ def _term(index: int, raw: Any) -> SpreadTerm | str:
     integral = not isinstance(skew, bool) and (isinstance(skew, int) or (isinstance(skew, float) and skew.is_integer()))
     if not integral or skew < 1:
         return f"{where}.maxSkew must be at least 1: {_json(skew)}"
+    if skew > _MAX_SKEW:
+        return f"{where}.maxSkew must be at most {_MAX_SKEW}: {_json(skew)}"
     when = fields.get("whenUnsatisfiable")
     when = "ScheduleAnyway" if when is None else when
     if when not in _WHEN:
