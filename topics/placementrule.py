@@ -33,6 +33,7 @@ __all__ = [
     "RecommendationEntry",
     "RecommendationPosted",
     "Reduction",
+    "ReductionSummary",
     "RuleRef",
     "targets_match",
 ]
@@ -152,7 +153,8 @@ class CandidateRating(EventData):
 
 
 class Reduction(EventData):
-    """One elimination step (H6): a predicate round (`reason: predicate`) or a rating round with every rating.
+    """The latest elimination step in full (H6): a predicate round (`reason: predicate`) or a rating round with
+    the rating of every candidate it rated.
 
     `forced` marks eliminations made by forced finalisation at the deadline (I2); they belong to `round`.
     """
@@ -162,6 +164,15 @@ class Reduction(EventData):
     removed: list[ObjectReference] = Field(default_factory=list)
     ratings: list[CandidateRating] = Field(default_factory=list)
     forced: bool = False
+
+
+class ReductionSummary(EventData):
+    """One elimination step as the status history keeps it (H6): its round and the names it removed (`name`, or
+    `namespace/name` for namespaced candidates; a rule's candidates share one kind), so the history grows with
+    the candidates removed, never with rounds times candidates."""
+
+    round: int
+    removed: list[str] = Field(default_factory=list)
 
 
 class PlacementRuleStatus(EventData):
@@ -174,7 +185,10 @@ class PlacementRuleStatus(EventData):
     eliminators: list[ObjectReference] = Field(default_factory=list)
     recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
     decisions: list[ObjectReference] = Field(default_factory=list)
-    reductions: list[Reduction] = Field(default_factory=list)
+    reductions: list[ReductionSummary] = Field(default_factory=list)
+    """Every elimination step since the last reset, oldest first, as round and names (H6)."""
+    last_reduction: Reduction | None = None
+    """The latest of them in full, with its ratings (H6)."""
 
 
 class AdvisorRequest(EventData):
@@ -216,4 +230,5 @@ class PlacementRuleDecided(EventData):
     observed_generation: int | None = None
     last_update_time: datetime | None = None
     recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
-    reductions: list[Reduction] = Field(default_factory=list)
+    reductions: list[ReductionSummary] = Field(default_factory=list)
+    last_reduction: Reduction | None = None

@@ -193,7 +193,7 @@ def settled_in(round_number: int) -> Callable[[list[Record]], bool]:
 
 
 def ratings(reduction: dict[str, Any]) -> dict[str, int]:
-    """A changelog reduction's exact ratings (hundredths, H3) by candidate name."""
+    """The exact ratings (hundredths, H3) of the changelog's latest reduction by candidate name."""
     return {r["ref"]["name"]: r["hundredths"] for r in reduction["ratings"]}
 
 
@@ -259,10 +259,12 @@ async def test_seed_worked_example_with_advisor_processes_decides_cluster3(
     assert names(state["candidates"]) == ["cluster3"]
     assert names(state["eliminators"]) == ["cluster2", "cluster1"]
     assert names(state["decisions"]) == ["cluster3"]
-    predicate, rating = state["reductions"]
-    assert (predicate["round"], predicate["reason"], names(predicate["removed"])) == (1, "predicate", ["cluster2"])
+    assert state["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster1"]}]
+    rating = state["lastReduction"]  # the latest reduction whole, earlier ones as round and names (H6)
     assert (rating["round"], rating["reason"], names(rating["removed"])) == (2, "rating", ["cluster1"])
     assert ratings(rating) == {"cluster1": 5000, "cluster3": 16000}
+    predicate = rounds[1]["status"]["lastReduction"]
+    assert (predicate["round"], predicate["reason"], names(predicate["removed"])) == (1, "predicate", ["cluster2"])
     assert not predicate["forced"] and not rating["forced"], "no round ran into the advisor timeout"
 
     # the decision was cluster3 from the start and stayed so: one event, never a change
@@ -299,12 +301,11 @@ async def test_silent_advisor_abstains_after_the_timeout(world: KafkaWorld, prog
     assert data["round"] == 1, "forced finalisation publishes no new round (I2)"
     assert set(data["recommendations"]) == {"rhacm", "cost"}
     assert names(data["eliminators"]) == ["cluster3", "cluster2"]
-    assert [(r["round"], r["reason"], r["forced"], names(r["removed"])) for r in data["reductions"]] == [
-        (1, "rating", True, ["cluster3"]),
-        (1, "rating", True, ["cluster2"]),
-    ]
-    first_ratings = {r["candidate"]["name"]: r["hundredths"] for r in data["reductions"][0]["ratings"]}
-    assert first_ratings == {"cluster1": 6000, "cluster2": 5000, "cluster3": 0}
+    assert data["reductions"] == [{"round": 1, "removed": ["cluster3"]}, {"round": 1, "removed": ["cluster2"]}]
+    last = data["lastReduction"]
+    assert (last["round"], last["reason"], last["forced"], names(last["removed"])) == (1, "rating", True, ["cluster2"])
+    last_ratings = {r["candidate"]["name"]: r["hundredths"] for r in last["ratings"]}
+    assert last_ratings == {"cluster1": 6000, "cluster2": 5000}
     assert [p["round"] for p in proposals(requests)] == [1]
 
     # not before the timeout, although both running advisors had answered well before it
@@ -361,13 +362,11 @@ async def test_killed_processor_resumes_the_round_it_published(world: KafkaWorld
     final = decided[-1]["data"]
     assert final["round"] == 3
     assert names(final["eliminators"]) == ["cluster2", "cluster1"]
-    reductions = final["reductions"]
-    assert [(r["round"], r["reason"], r["forced"], names(r["removed"])) for r in reductions] == [
-        (1, "predicate", False, ["cluster2"]),
-        (2, "rating", False, ["cluster1"]),
-    ]
+    assert final["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster1"]}]
+    last = final["lastReduction"]
+    assert (last["round"], last["reason"], last["forced"], names(last["removed"])) == (2, "rating", False, ["cluster1"])
     # without an earlier decision: cluster1 = 50 (cost), cluster3 = 60 (rhacm)
-    assert {r["candidate"]["name"]: r["hundredths"] for r in reductions[1]["ratings"]} == {
+    assert {r["candidate"]["name"]: r["hundredths"] for r in last["ratings"]} == {
         "cluster1": 5000,
         "cluster3": 6000,
     }
