@@ -6,11 +6,11 @@ A1), so a rule pasted with the documentation's empty keys (`decisionWeight:`) va
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from topics.base import EventData, KubeObject
 from topics.k8s import LabelSelector, ObjectMeta, ObjectReference
@@ -35,6 +35,7 @@ __all__ = [
     "Reduction",
     "ReductionSummary",
     "RuleRef",
+    "reductions_of_earlier_shape",
     "targets_match",
 ]
 
@@ -175,7 +176,37 @@ class ReductionSummary(EventData):
     removed: list[str] = Field(default_factory=list)
 
 
-class PlacementRuleStatus(EventData):
+def reductions_of_earlier_shape(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A status (or the engine's rule state) written by a release that kept every reduction whole (`reason`,
+    references, ratings) in today's shape: the history as rounds and names, the last reduction whole in
+    `lastReduction` (H6). Anything else is returned as it is; what is malformed is left for validation."""
+    steps = raw.get("reductions")
+    if "lastReduction" in raw or "last_reduction" in raw or not isinstance(steps, list) or not steps:
+        return raw
+    if not all(isinstance(step, Mapping) and "reason" in step for step in steps):
+        return raw
+    history = [{"round": step.get("round"), "removed": _names(step.get("removed"))} for step in steps]
+    return {**raw, "reductions": history, "lastReduction": steps[-1]}
+
+
+def _names(refs: Any) -> Any:
+    """`namespace/name`, or `name` when cluster-scoped, of reference objects; anything else as it is."""
+    if not isinstance(refs, list) or not all(isinstance(r, Mapping) for r in refs):
+        return refs
+    return [f"{r.get('namespace')}/{r.get('name')}" if r.get("namespace") else r.get("name") for r in refs]
+
+
+class _ReductionHistory(EventData):
+    """Reads statuses a release before the bounded history (H6) wrote, so a compacted decisions topic stays
+    readable across an upgrade."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_shape(cls, data: Any) -> Any:
+        return reductions_of_earlier_shape(data) if isinstance(data, Mapping) else data
+
+
+class PlacementRuleStatus(_ReductionHistory):
     """The rule's status (A4) as carried by a candidates publication."""
 
     observed_generation: int | None = None
@@ -216,7 +247,7 @@ class CandidatesProposed(EventData):
     status: PlacementRuleStatus | None = None
 
 
-class PlacementRuleDecided(EventData):
+class PlacementRuleDecided(_ReductionHistory):
     """The rule's decisions and its status snapshot; `deleted` marks the last event of a deleted rule."""
 
     namespace: str

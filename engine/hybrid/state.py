@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from engine.errors import InvalidStateError
 from engine.hybrid.identity import Ident, Ref
-from topics.placementrule import PlacementRuleSpec, RecommendationEntry
+from topics.placementrule import PlacementRuleSpec, RecommendationEntry, reductions_of_earlier_shape
 
 __all__ = ["Rating", "Reduction", "Removal", "RuleState", "dump_rule_state", "load_rule_state"]
 
@@ -133,28 +133,6 @@ def dump_rule_state(state: RuleState) -> dict[str, Any]:
 def load_rule_state(raw: Mapping[str, Any]) -> RuleState:
     """Rebuild a state written by `dump_rule_state`, or by a release that kept every reduction whole."""
     try:
-        return _ADAPTER.validate_python(_upgraded(raw))
+        return _ADAPTER.validate_python(dict(reductions_of_earlier_shape(raw)))
     except ValidationError as exc:
         raise InvalidStateError(f"hybrid rule state cannot be read: {exc.error_count()} error(s): {exc}") from exc
-
-
-def _upgraded(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A state in today's shape. Earlier releases kept every reduction whole (`reason`, refs, ratings): the history
-    keeps their rounds and labels, and the last of them stays whole (H6)."""
-    out = dict(raw)
-    steps = out.get("reductions")
-    if "lastReduction" in out or not isinstance(steps, list) or not steps:
-        return out
-    if not all(isinstance(step, Mapping) and "reason" in step for step in steps):
-        return out
-    out["reductions"] = [{"round": step.get("round"), "removed": _labels(step.get("removed"))} for step in steps]
-    out["lastReduction"] = steps[-1]
-    return out
-
-
-def _labels(refs: Any) -> Any:
-    """Labels of wire-shaped refs (`namespace/name`, or `name` when cluster-scoped); anything else is returned
-    as it is, for validation to refuse."""
-    if not isinstance(refs, list) or not all(isinstance(r, Mapping) for r in refs):
-        return refs
-    return [f"{r.get('namespace')}/{r.get('name')}" if r.get("namespace") else r.get("name") for r in refs]
