@@ -156,6 +156,18 @@ SCENARIOS: list[tuple[str, list[dict[str, Any]], list[tuple[Any, ...]], dict[str
         {"round": 2, "decisions": "c2 c3", "removed": "c1", "proposals": 0, "decided": 1, "deadline": None},
     ),
     (
+        "H6-no-advisors-reset-asks-nobody-and-decides-at-once",
+        C3,
+        [("rule", {"replicas": 1}), ("inventory", clusters("c1", "c2", "c3", "c4"))],
+        {"round": 7, "decisions": "c3", "removed": "c1 c2 c1 c2 c4", "proposals": 0, "decided": 1, "deadline": None},
+    ),
+    (
+        "H6-advisors-removed-by-an-update-asks-nobody",
+        C3,
+        [("rule", ONE_A), ("rule", {"replicas": 1}, 2)],
+        {"round": 4, "decisions": "c3", "removed": "c1 c2", "proposals": 1, "decided": 2, "deadline": None},
+    ),
+    (
         "F2-deadline-not-reached",
         C3,
         [("rule", ONE_AB), ("post", "a", ["c1"]), ("advance", 29)],
