@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_support import KafkaWorld, Record, event, free_port, http_get, values
+from kafka_support import KafkaWorld, Record, event, free_port, http_get, running, values
 
 from advisors.common import encode_recommendation
 from topics.names import TOPIC_SPECS, TopicRole
@@ -377,3 +377,52 @@ async def test_killed_processor_resumes_the_round_it_published(world: KafkaWorld
     assert final["recommendations"]["cost"] == [
         {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster", "name": "cluster3"}
     ], "round 3's answer, from the advisor process"
+
+
+async def test_rules_without_advisors_over_1000_clusters_are_decided_asking_nobody(world: KafkaWorld) -> None:
+    """A rule without advisors is reduced to its decision in one evaluation, publishing no rounds (H6); its
+    decision and status fit a Kafka record. A small rule next to it is decided as well."""
+    topics = world.topics
+    fleet = [f"hf-{i:04d}" for i in range(1000)]
+    labelled = {"fleet": "yes"}
+    rules = {
+        "PlacementRule/apps/fleet": {"replicas": 1, "targetLabels": {"matchLabels": labelled}},
+        "PlacementRule/apps/canary": {"replicas": 2, "targets": [{"name": "hf-0001"}, {"name": "hf-0002"}]},
+    }
+    async with running(world.settings()) as processor:
+        clusters = [{"metadata": {"name": n, "labels": labelled}} for n in fleet]
+        applied_clusters = [event("managedcluster.applied", data) for data in clusters]
+        await world.produce(
+            [
+                (topics.cluster_status, f"ManagedCluster/{n}", value)
+                for n, value in zip(fleet, applied_clusters, strict=True)
+            ]
+        )
+        applied = []
+        for key, spec in rules.items():
+            _, namespace, name = key.split("/")
+            data = {"metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
+            applied.append((topics.submissions, key, event("placementrule.applied", data)))
+        await world.produce(applied)
+
+        def last(records: Sequence[Record], key: str) -> dict[str, Any] | None:
+            found = values([r for r in records if r.key == key.encode()], "placementrule.decided.v1")
+            return found[-1]["data"] if found else None
+
+        def decided(records: list[Record]) -> bool:
+            fleet_rule, canary = (last(records, key) for key in rules)
+            return bool(fleet_rule and fleet_rule["round"] == len(fleet) and canary and canary["decisions"])
+
+        records = await world.collect(topics.decisions, decided, timeout=120)
+        produced = {
+            topic: processor.metrics.registry.get_sample_value("placement_records_produced_total", {"topic": topic})
+            for topic in (topics.decisions, topics.advisor_requests)
+        }
+    assert produced[topics.decisions], "the processor counts what it produces"
+    assert not produced[topics.advisor_requests], "nobody is asked: no candidates.proposed was written"
+    fleet_rule, canary = (last(records, key) for key in rules)
+    assert fleet_rule is not None and canary is not None
+    assert names(fleet_rule["decisions"]) == ["hf-0999"], "ratings all 0: the last candidate by key stays (H7)"
+    assert len(fleet_rule["reductions"]) == len(fleet) - 1 and fleet_rule["lastReduction"]["round"] == 999
+    assert names(canary["decisions"]) == ["hf-0001", "hf-0002"]
+    assert max(len(r.value or b"") for r in records) < 1024 * 1024
