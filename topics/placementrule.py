@@ -6,11 +6,11 @@ A1), so a rule pasted with the documentation's empty keys (`decisionWeight:`) va
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from topics.base import EventData, KubeObject
 from topics.k8s import Int32, LabelSelector, ObjectMeta, ObjectReference
@@ -33,7 +33,9 @@ __all__ = [
     "RecommendationEntry",
     "RecommendationPosted",
     "Reduction",
+    "ReductionSummary",
     "RuleRef",
+    "reductions_of_earlier_shape",
     "targets_match",
 ]
 
@@ -152,7 +154,8 @@ class CandidateRating(EventData):
 
 
 class Reduction(EventData):
-    """One elimination step (H6): a predicate round (`reason: predicate`) or a rating round with every rating.
+    """The latest elimination step in full (H6): a predicate round (`reason: predicate`) or a rating round with
+    the rating of every candidate it rated.
 
     `forced` marks eliminations made by forced finalisation at the deadline (I2); they belong to `round`.
     """
@@ -164,7 +167,46 @@ class Reduction(EventData):
     forced: bool = False
 
 
-class PlacementRuleStatus(EventData):
+class ReductionSummary(EventData):
+    """One elimination step as the status history keeps it (H6): its round and the names it removed (`name`, or
+    `namespace/name` for namespaced candidates; a rule's candidates share one kind), so the history grows with
+    the candidates removed, never with rounds times candidates."""
+
+    round: int
+    removed: list[str] = Field(default_factory=list)
+
+
+def reductions_of_earlier_shape(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A status (or the engine's rule state) written by a release that kept every reduction whole (`reason`,
+    references, ratings) in today's shape: the history as rounds and names, the last reduction whole in
+    `lastReduction` (H6). Anything else is returned as it is; what is malformed is left for validation."""
+    steps = raw.get("reductions")
+    if "lastReduction" in raw or "last_reduction" in raw or not isinstance(steps, list) or not steps:
+        return raw
+    if not all(isinstance(step, Mapping) and "reason" in step for step in steps):
+        return raw
+    history = [{"round": step.get("round"), "removed": _names(step.get("removed"))} for step in steps]
+    return {**raw, "reductions": history, "lastReduction": steps[-1]}
+
+
+def _names(refs: Any) -> Any:
+    """`namespace/name`, or `name` when cluster-scoped, of reference objects; anything else as it is."""
+    if not isinstance(refs, list) or not all(isinstance(r, Mapping) for r in refs):
+        return refs
+    return [f"{r.get('namespace')}/{r.get('name')}" if r.get("namespace") else r.get("name") for r in refs]
+
+
+class _ReductionHistory(EventData):
+    """Reads statuses a release before the bounded history (H6) wrote, so a compacted decisions topic stays
+    readable across an upgrade."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_shape(cls, data: Any) -> Any:
+        return reductions_of_earlier_shape(data) if isinstance(data, Mapping) else data
+
+
+class PlacementRuleStatus(_ReductionHistory):
     """The rule's status (A4) as carried by a candidates publication."""
 
     observed_generation: int | None = None
@@ -174,7 +216,10 @@ class PlacementRuleStatus(EventData):
     eliminators: list[ObjectReference] = Field(default_factory=list)
     recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
     decisions: list[ObjectReference] = Field(default_factory=list)
-    reductions: list[Reduction] = Field(default_factory=list)
+    reductions: list[ReductionSummary] = Field(default_factory=list)
+    """Every elimination step since the last reset, oldest first, as round and names (H6)."""
+    last_reduction: Reduction | None = None
+    """The latest of them in full, with its ratings (H6)."""
 
 
 class AdvisorRequest(EventData):
@@ -202,7 +247,7 @@ class CandidatesProposed(EventData):
     status: PlacementRuleStatus | None = None
 
 
-class PlacementRuleDecided(EventData):
+class PlacementRuleDecided(_ReductionHistory):
     """The rule's decisions and its status snapshot; `deleted` marks the last event of a deleted rule."""
 
     namespace: str
@@ -216,4 +261,5 @@ class PlacementRuleDecided(EventData):
     observed_generation: int | None = None
     last_update_time: datetime | None = None
     recommendations: dict[str, list[RecommendationEntry]] = Field(default_factory=dict)
-    reductions: list[Reduction] = Field(default_factory=list)
+    reductions: list[ReductionSummary] = Field(default_factory=list)
+    last_reduction: Reduction | None = None

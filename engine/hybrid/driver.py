@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from engine.core import Emit, EngineContext, EngineSettings, Step
 from engine.hybrid.engine import APPLIED, DECIDED, DELETED, POSTED, PROPOSED, HybridPlacementEngine, subject_key
-from engine.hybrid.state import Reduction, RuleState
+from engine.hybrid.state import Reduction, Removal, RuleState
 from engine.inventory import Inventory, InventoryChange, ObjectKey
 from topics.base import KubeObject
 from topics.codec import decode_event, encode_event
@@ -55,8 +55,11 @@ class RuleDriver:
         self.now = now
         self.state: RuleState | None = None
         self.emits: list[Emit] = []
-        self.reductions: list[Reduction] = []
-        """Every reduction seen, across resets (the status keeps only those since the last reset)."""
+        self.reductions: list[Removal] = []
+        """Every reduction seen as round and labels, across resets (the status keeps those since the last reset)."""
+        self.full_reductions: list[Reduction] = []
+        """Every reduction the status held in full (H6: the latest of each step's), in the order seen. A step
+        that reduces several times (no advisors, forced finalisation) leaves only its last one here."""
         self._kinds: set[str] = set()
         """Kinds ever applied, so `replace_inventory` knows where to look for objects to drop."""
         self.change_inventory(objects)
@@ -159,7 +162,8 @@ class RuleDriver:
         return step
 
     def _take(self, step: Step[RuleState]) -> None:
-        before = self.state.reductions if self.state is not None else ()
+        previous = self.state
+        before = previous.reductions if previous is not None else ()
         self.emits.extend(step.emits)
         self.state = step.state
         self.engine.track(self.key, step.state)
@@ -168,3 +172,6 @@ class RuleDriver:
             self.reductions.extend(after[len(before) :])
         else:
             self.reductions.extend(after)
+        latest = step.state.last_reduction if step.state is not None else None
+        if latest is not None and (previous is None or latest is not previous.last_reduction):
+            self.full_reductions.append(latest)

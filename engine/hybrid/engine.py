@@ -50,8 +50,8 @@ def subject_key(namespace: str, name: str) -> str:
 
 def explain_rule(key: str, state: RuleState) -> dict[str, Any]:
     """The explain document of one rule: where its reduction stands (round, who was asked and who answered,
-    deadline) next to the status snapshot the decision events carry (candidates, eliminators, answers, every
-    reduction so far, the decisions so far)."""
+    deadline) next to the status snapshot the decision events carry (candidates, eliminators, answers, the
+    reductions as rounds and names with the latest in full, the decisions so far)."""
     expected = state.spec.advisor_names
     answered = [name for name in expected if name in state.recommendations]
     if state.deadline is not None:

@@ -12,6 +12,7 @@ from topics.placementrule import (
     CandidatesProposed,
     PlacementRuleDecided,
     PlacementRuleStatus,
+    ReductionSummary,
     RuleRef,
 )
 from topics.placementrule import Reduction as ReductionOut
@@ -34,7 +35,7 @@ def reduction_out(reduction: Reduction) -> ReductionOut:
 
 
 def status_of(state: RuleState) -> PlacementRuleStatus:
-    """The status snapshot (A4, H6)."""
+    """The status snapshot (A4, H6): the reduction history as rounds and names, the latest step in full."""
     return PlacementRuleStatus(
         observed_generation=state.observed_generation,
         last_update_time=state.last_update_time,
@@ -43,7 +44,8 @@ def status_of(state: RuleState) -> PlacementRuleStatus:
         eliminators=refs_out(state.eliminators),
         recommendations={name: list(entries) for name, entries in state.recommendations.items()},
         decisions=refs_out(state.decisions),
-        reductions=[reduction_out(r) for r in state.reductions],
+        reductions=[ReductionSummary(round=r.round, removed=list(r.removed)) for r in state.reductions],
+        last_reduction=None if state.last_reduction is None else reduction_out(state.last_reduction),
     )
 
 
@@ -83,6 +85,7 @@ def decided(state: RuleState) -> PlacementRuleDecided:
         last_update_time=state.last_update_time,
         recommendations=status.recommendations,
         reductions=status.reductions,
+        last_reduction=status.last_reduction,
     )
 
 

@@ -6,7 +6,7 @@ and ties are exact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.hybrid.evaluation import Answer
 from engine.hybrid.identity import Ref
@@ -19,9 +19,12 @@ PREDICATE_ROUND = "predicate"
 RATING_ROUND = "rating"
 
 
-def _decided(ref: Ref, decisions: Sequence[Ref]) -> bool:
-    """Whether `ref` is a current decision; a decision without kind (pasted status) matches any kind."""
-    return any(d.name == ref.name and d.namespace == ref.namespace and d.kind in ("", ref.kind) for d in decisions)
+def _decided_in(decisions: Sequence[Ref]) -> Callable[[Ref], bool]:
+    """Whether a ref is a current decision, in constant time; a decision without kind (pasted status) matches any
+    kind."""
+    exact = {d.ident for d in decisions if d.kind}
+    any_kind = {(d.namespace, d.name) for d in decisions if not d.kind}
+    return lambda ref: ref.ident in exact or (ref.namespace, ref.name) in any_kind
 
 
 def rate(
@@ -29,13 +32,12 @@ def rate(
 ) -> tuple[Rating, ...]:
     """H2/H3: every candidate's rating in hundredths, in candidate order."""
     priorities = [a for a in answers if a.type == PRIORITY]
-    ratings: list[Rating] = []
-    for ref in candidates:
-        total = sum(a.weight * a.scores.get(ref.ident, 0) for a in priorities)
-        if _decided(ref, decisions):
-            total += 100 * decision_weight
-        ratings.append(Rating(ref, total))
-    return tuple(ratings)
+    decided = _decided_in(decisions)
+    bonus = 100 * decision_weight
+    return tuple(
+        Rating(ref, sum(a.weight * a.scores.get(ref.ident, 0) for a in priorities) + (bonus if decided(ref) else 0))
+        for ref in candidates
+    )
 
 
 def reduce(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from engine.hybrid.candidates import Pool
 from engine.hybrid.evaluation import collect_answers, evaluate, short_circuit
 from engine.hybrid.reduction import reduce
+from engine.hybrid.rundown import run_down
 from engine.hybrid.state import RuleState
 from topics.placementrule import RecommendationPosted
 
@@ -30,20 +31,23 @@ class Progress:
     opened: tuple[RuleState, ...] = ()
 
 
-def open_round(state: RuleState, now: datetime, timeout: timedelta) -> RuleState:
-    """Start the next round (D2, H5): no answers yet, a fresh `lastUpdateTime` and deadline (F2)."""
+def open_round(state: RuleState, now: datetime, timeout: timedelta, rounds: int = 1) -> RuleState:
+    """Start the next round, or `rounds` rounds on (D2, H5): no answers yet, a fresh `lastUpdateTime` and
+    deadline (F2)."""
     return replace(
         state,
-        round=state.round + 1,
+        round=state.round + rounds,
         recommendations={},
         last_update_time=now,
-        deadline=now + timeout if state.spec.advisors else None,
+        deadline=now + timeout if state.asks_advisors else None,
         timed_out=False,
     )
 
 
 def refresh(state: RuleState, pool: Pool, now: datetime, timeout: timedelta) -> Progress:
-    """D1–D4: compare the fresh candidates with the rule's, reset when they or the generation differ, evaluate."""
+    """D1–D4: compare the fresh candidates with the rule's, reset when they or the generation differ, evaluate.
+
+    The round a reset opens is published only to a rule's advisors: without any, nobody is asked (H6)."""
     state = replace(state, pool_kind=pool.kind)
     fresh_keys = frozenset(r.ident for r in pool.candidates)
     if state.generation == state.observed_generation and fresh_keys == state.key_set:
@@ -53,11 +57,12 @@ def refresh(state: RuleState, pool: Pool, now: datetime, timeout: timedelta) -> 
         candidates=pool.candidates,
         eliminators=(),
         reductions=(),
+        last_reduction=None,
         observed_generation=state.generation,
     )
     state = open_round(state, now, timeout)
     settled = settle(state, now, timeout)
-    return Progress(settled.state, (state, *settled.opened))
+    return Progress(settled.state, (state, *settled.opened) if state.asks_advisors else settled.opened)
 
 
 def post(state: RuleState, posted: RecommendationPosted) -> RuleState | None:
@@ -83,42 +88,43 @@ def post(state: RuleState, posted: RecommendationPosted) -> RuleState | None:
 def settle(state: RuleState, now: datetime, timeout: timedelta) -> Progress:
     """F3/F4, G and H until the rule decides or waits for advisors.
 
-    In a round whose deadline has passed, missing advisors abstain and reductions stay in that round without
-    publishing (I2); otherwise each reduction opens a new round, and a rule without advisors goes on at once.
+    With every advisor's answer in, one reduction opens a new round for them (H5). Otherwise the answers cannot
+    change before G decides: a rule without advisors runs its rounds back to back, unpublished, and a round past
+    its deadline is finalised with the answers it holds, its missing advisors abstaining (I2). Both are
+    reduced to the decision in one evaluation (`run_down`).
     """
-    opened: list[RuleState] = []
     spec = state.spec
-    while True:
-        if short_circuit(state.candidates, spec.replicas):
-            state = replace(state, decisions=(), deadline=None)
-            break
-        ready = state.ready
-        if not ready and not state.timed_out:
-            break
-        answers = collect_answers(spec.advisor_list, state.recommendations, state.candidates)
-        verdict = evaluate(state.candidates, spec.replicas, answers)
-        if verdict.decisions is not None:
-            state = replace(state, decisions=verdict.decisions, deadline=None)
-            break
-        survivors, reduction = reduce(
-            state.candidates,
-            verdict.passed,
-            answers,
-            state.decisions,
-            spec.effective_decision_weight,
-            round_number=state.round,
-            forced=not ready,
+    if short_circuit(state.candidates, spec.replicas):
+        return Progress(replace(state, decisions=(), deadline=None))
+    ready = state.ready
+    if not ready and not state.timed_out:
+        return Progress(state)
+    answers = collect_answers(spec.advisor_list, state.recommendations, state.candidates)
+    verdict = evaluate(state.candidates, spec.replicas, answers)
+    if verdict.decisions is not None:
+        return Progress(replace(state, decisions=verdict.decisions, deadline=None))
+    weight = spec.effective_decision_weight
+    if ready and state.asks_advisors:
+        survivors, step = reduce(
+            state.candidates, verdict.passed, answers, state.decisions, weight, round_number=state.round
         )
-        state = replace(
-            state,
-            candidates=survivors,
-            eliminators=(*state.eliminators, *reduction.removed),
-            reductions=(*state.reductions, reduction),
-        )
-        if ready:
-            state = open_round(state, now, timeout)
-            opened.append(state)
-    return Progress(state, tuple(opened))
+        opened = open_round(state.reduced((step,), survivors), now, timeout)
+        return Progress(opened, (opened,))
+    outcome = run_down(
+        state.candidates,
+        verdict.passed,
+        answers,
+        state.decisions,
+        decision_weight=weight,
+        replicas=spec.replicas,
+        round_number=state.round,
+        advance=ready,
+        forced=not ready,
+    )
+    state = replace(state.reduced(outcome.steps, outcome.survivors), decisions=outcome.decisions, deadline=None)
+    if ready:  # every step was a round of its own (H5), and the rule now waits in the last of them
+        state = open_round(state, now, timeout, len(outcome.steps))
+    return Progress(state)
 
 
 def expire(state: RuleState, now: datetime, timeout: timedelta) -> Progress:

@@ -6,8 +6,8 @@ The JSON form is produced by pydantic from the dataclasses themselves, so it can
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,9 +16,9 @@ from pydantic.alias_generators import to_camel
 
 from engine.errors import InvalidStateError
 from engine.hybrid.identity import Ident, Ref
-from topics.placementrule import PlacementRuleSpec, RecommendationEntry
+from topics.placementrule import PlacementRuleSpec, RecommendationEntry, reductions_of_earlier_shape
 
-__all__ = ["Rating", "Reduction", "RuleState", "dump_rule_state", "load_rule_state"]
+__all__ = ["Rating", "Reduction", "Removal", "RuleState", "dump_rule_state", "load_rule_state"]
 
 _CAMEL = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 """The changelog spells state fields like the wire (camelCase)."""
@@ -36,7 +36,8 @@ class Rating:
 
 @dataclass(frozen=True, slots=True)
 class Reduction:
-    """One elimination step (H6). `reason` is `predicate` or `rating`; ratings are kept for rating rounds only."""
+    """One elimination step in full (H6). `reason` is `predicate` or `rating`; ratings are kept for rating rounds
+    only. The state keeps only the latest one whole."""
 
     __pydantic_config__ = _CAMEL
 
@@ -45,6 +46,21 @@ class Reduction:
     removed: tuple[Ref, ...]
     ratings: tuple[Rating, ...] = ()
     forced: bool = False
+
+    @property
+    def removal(self) -> Removal:
+        """What the history keeps of this step."""
+        return Removal(self.round, tuple(r.label for r in self.removed))
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """One elimination step as the history keeps it (H6): its round and the labels of the candidates it removed."""
+
+    __pydantic_config__ = _CAMEL
+
+    round: int
+    removed: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +88,8 @@ class RuleState:
     deadline: datetime | None = None
     timed_out: bool = False
     published: tuple[Ref, ...] | None = None
-    reductions: tuple[Reduction, ...] = ()
+    reductions: tuple[Removal, ...] = ()
+    last_reduction: Reduction | None = None
     pool_kind: str = ""
 
     @property
@@ -85,6 +102,24 @@ class RuleState:
         """F1: every advisor named in the spec has answered this round."""
         return all(name in self.recommendations for name in self.spec.advisor_names)
 
+    @property
+    def asks_advisors(self) -> bool:
+        """Whether the rule has advisors to ask; without, its rounds are published to nobody (H6)."""
+        return bool(self.spec.advisors)
+
+    def reduced(self, reductions: Sequence[Reduction], survivors: tuple[Ref, ...]) -> RuleState:
+        """The state after `reductions` (oldest first) left `survivors`: eliminators and history extended, the
+        last step kept whole (H6). One call per evaluation, so a run of many steps costs one copy."""
+        if not reductions:
+            return self
+        return replace(
+            self,
+            candidates=survivors,
+            eliminators=(*self.eliminators, *(ref for step in reductions for ref in step.removed)),
+            reductions=(*self.reductions, *(step.removal for step in reductions)),
+            last_reduction=reductions[-1],
+        )
+
 
 _ADAPTER: TypeAdapter[RuleState] = TypeAdapter(RuleState)
 
@@ -96,8 +131,8 @@ def dump_rule_state(state: RuleState) -> dict[str, Any]:
 
 
 def load_rule_state(raw: Mapping[str, Any]) -> RuleState:
-    """Rebuild a state written by `dump_rule_state`."""
+    """Rebuild a state written by `dump_rule_state`, or by a release that kept every reduction whole."""
     try:
-        return _ADAPTER.validate_python(dict(raw))
+        return _ADAPTER.validate_python(dict(reductions_of_earlier_shape(raw)))
     except ValidationError as exc:
         raise InvalidStateError(f"hybrid rule state cannot be read: {exc.error_count()} error(s): {exc}") from exc

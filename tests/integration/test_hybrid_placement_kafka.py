@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_support import KafkaWorld, Record, event, free_port, http_get, values
+from kafka_support import KafkaWorld, Record, event, free_port, http_get, running, values
 
 from advisors.common import encode_recommendation
 from topics.names import TOPIC_SPECS, TopicRole
@@ -193,7 +193,7 @@ def settled_in(round_number: int) -> Callable[[list[Record]], bool]:
 
 
 def ratings(reduction: dict[str, Any]) -> dict[str, int]:
-    """A changelog reduction's exact ratings (hundredths, H3) by candidate name."""
+    """The exact ratings (hundredths, H3) of the changelog's latest reduction by candidate name."""
     return {r["ref"]["name"]: r["hundredths"] for r in reduction["ratings"]}
 
 
@@ -259,10 +259,12 @@ async def test_seed_worked_example_with_advisor_processes_decides_cluster3(
     assert names(state["candidates"]) == ["cluster3"]
     assert names(state["eliminators"]) == ["cluster2", "cluster1"]
     assert names(state["decisions"]) == ["cluster3"]
-    predicate, rating = state["reductions"]
-    assert (predicate["round"], predicate["reason"], names(predicate["removed"])) == (1, "predicate", ["cluster2"])
+    assert state["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster1"]}]
+    rating = state["lastReduction"]  # the latest reduction whole, earlier ones as round and names (H6)
     assert (rating["round"], rating["reason"], names(rating["removed"])) == (2, "rating", ["cluster1"])
     assert ratings(rating) == {"cluster1": 5000, "cluster3": 16000}
+    predicate = rounds[1]["status"]["lastReduction"]
+    assert (predicate["round"], predicate["reason"], names(predicate["removed"])) == (1, "predicate", ["cluster2"])
     assert not predicate["forced"] and not rating["forced"], "no round ran into the advisor timeout"
 
     # the decision was cluster3 from the start and stayed so: one event, never a change
@@ -299,12 +301,11 @@ async def test_silent_advisor_abstains_after_the_timeout(world: KafkaWorld, prog
     assert data["round"] == 1, "forced finalisation publishes no new round (I2)"
     assert set(data["recommendations"]) == {"rhacm", "cost"}
     assert names(data["eliminators"]) == ["cluster3", "cluster2"]
-    assert [(r["round"], r["reason"], r["forced"], names(r["removed"])) for r in data["reductions"]] == [
-        (1, "rating", True, ["cluster3"]),
-        (1, "rating", True, ["cluster2"]),
-    ]
-    first_ratings = {r["candidate"]["name"]: r["hundredths"] for r in data["reductions"][0]["ratings"]}
-    assert first_ratings == {"cluster1": 6000, "cluster2": 5000, "cluster3": 0}
+    assert data["reductions"] == [{"round": 1, "removed": ["cluster3"]}, {"round": 1, "removed": ["cluster2"]}]
+    last = data["lastReduction"]
+    assert (last["round"], last["reason"], last["forced"], names(last["removed"])) == (1, "rating", True, ["cluster2"])
+    last_ratings = {r["candidate"]["name"]: r["hundredths"] for r in last["ratings"]}
+    assert last_ratings == {"cluster1": 6000, "cluster2": 5000}
     assert [p["round"] for p in proposals(requests)] == [1]
 
     # not before the timeout, although both running advisors had answered well before it
@@ -361,13 +362,11 @@ async def test_killed_processor_resumes_the_round_it_published(world: KafkaWorld
     final = decided[-1]["data"]
     assert final["round"] == 3
     assert names(final["eliminators"]) == ["cluster2", "cluster1"]
-    reductions = final["reductions"]
-    assert [(r["round"], r["reason"], r["forced"], names(r["removed"])) for r in reductions] == [
-        (1, "predicate", False, ["cluster2"]),
-        (2, "rating", False, ["cluster1"]),
-    ]
+    assert final["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster1"]}]
+    last = final["lastReduction"]
+    assert (last["round"], last["reason"], last["forced"], names(last["removed"])) == (2, "rating", False, ["cluster1"])
     # without an earlier decision: cluster1 = 50 (cost), cluster3 = 60 (rhacm)
-    assert {r["candidate"]["name"]: r["hundredths"] for r in reductions[1]["ratings"]} == {
+    assert {r["candidate"]["name"]: r["hundredths"] for r in last["ratings"]} == {
         "cluster1": 5000,
         "cluster3": 6000,
     }
@@ -378,3 +377,52 @@ async def test_killed_processor_resumes_the_round_it_published(world: KafkaWorld
     assert final["recommendations"]["cost"] == [
         {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster", "name": "cluster3"}
     ], "round 3's answer, from the advisor process"
+
+
+async def test_rules_without_advisors_over_1000_clusters_are_decided_asking_nobody(world: KafkaWorld) -> None:
+    """A rule without advisors is reduced to its decision in one evaluation, publishing no rounds (H6); its
+    decision and status fit a Kafka record. A small rule next to it is decided as well."""
+    topics = world.topics
+    fleet = [f"hf-{i:04d}" for i in range(1000)]
+    labelled = {"fleet": "yes"}
+    rules = {
+        "PlacementRule/apps/fleet": {"replicas": 1, "targetLabels": {"matchLabels": labelled}},
+        "PlacementRule/apps/canary": {"replicas": 2, "targets": [{"name": "hf-0001"}, {"name": "hf-0002"}]},
+    }
+    async with running(world.settings()) as processor:
+        clusters = [{"metadata": {"name": n, "labels": labelled}} for n in fleet]
+        applied_clusters = [event("managedcluster.applied", data) for data in clusters]
+        await world.produce(
+            [
+                (topics.cluster_status, f"ManagedCluster/{n}", value)
+                for n, value in zip(fleet, applied_clusters, strict=True)
+            ]
+        )
+        applied = []
+        for key, spec in rules.items():
+            _, namespace, name = key.split("/")
+            data = {"metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
+            applied.append((topics.submissions, key, event("placementrule.applied", data)))
+        await world.produce(applied)
+
+        def last(records: Sequence[Record], key: str) -> dict[str, Any] | None:
+            found = values([r for r in records if r.key == key.encode()], "placementrule.decided.v1")
+            return found[-1]["data"] if found else None
+
+        def decided(records: list[Record]) -> bool:
+            fleet_rule, canary = (last(records, key) for key in rules)
+            return bool(fleet_rule and fleet_rule["round"] == len(fleet) and canary and canary["decisions"])
+
+        records = await world.collect(topics.decisions, decided, timeout=120)
+        produced = {
+            topic: processor.metrics.registry.get_sample_value("placement_records_produced_total", {"topic": topic})
+            for topic in (topics.decisions, topics.advisor_requests)
+        }
+    assert produced[topics.decisions], "the processor counts what it produces"
+    assert not produced[topics.advisor_requests], "nobody is asked: no candidates.proposed was written"
+    fleet_rule, canary = (last(records, key) for key in rules)
+    assert fleet_rule is not None and canary is not None
+    assert names(fleet_rule["decisions"]) == ["hf-0999"], "ratings all 0: the last candidate by key stays (H7)"
+    assert len(fleet_rule["reductions"]) == len(fleet) - 1 and fleet_rule["lastReduction"]["round"] == 999
+    assert names(canary["decisions"]) == ["hf-0001", "hf-0002"]
+    assert max(len(r.value or b"") for r in records) < 1024 * 1024

@@ -259,10 +259,13 @@ def test_interactive_replay_runs_the_worked_example_round_by_round(sessions: Ses
         "rhacm": ["cluster3"],
         "cost": ["cluster3"],
     }
-    predicate, rating = final["reductions"]
-    assert (predicate["round"], predicate["reason"], names(predicate["removed"])) == (1, "predicate", ["cluster2"])
+    assert final["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster1"]}]
+    rating = final["lastReduction"]
     assert (rating["round"], rating["reason"], names(rating["removed"])) == (2, "rating", ["cluster1"])
     assert {r["candidate"]["name"]: r["hundredths"] for r in rating["ratings"]} == {"cluster1": 5000, "cluster3": 6000}
+    second_status = proposals[1]["status"]
+    assert second_status["reductions"] == [{"round": 1, "removed": ["cluster2"]}]
+    assert (second_status["lastReduction"]["reason"], second_status["lastReduction"]["ratings"]) == ("predicate", [])
     assert records[-1]["topic"] == CHANGELOG, "the decision's batch ends with its changelog entry"
     assert sum(1 for line in session.sent if b"recommendation.posted" in line) == 9
 
@@ -301,7 +304,7 @@ def test_late_round_post_is_dropped_and_a_repost_replaces_the_answer(sessions: S
     third = session.until(is_proposal)
     assert session.close() == 0
     assert third["value"]["data"]["round"] == 3
-    reduction = third["value"]["data"]["status"]["reductions"][-1]
+    reduction = third["value"]["data"]["status"]["lastReduction"]
     # cost's first answer kept: cluster1 = 0, cluster3 = 110; its stale one taken: cluster1 = 0, cluster3 = 60
     assert {r["candidate"]["name"]: r["hundredths"] for r in reduction["ratings"]} == {
         "cluster1": 5000,
@@ -368,7 +371,9 @@ def test_timestamp_line_past_the_deadline_finishes_the_round(
     assert data["round"] == 1
     assert names(data["eliminators"]) == eliminated
     assert set(data["recommendations"]) == answered
-    assert all(r["forced"] and r["round"] == 1 for r in data["reductions"])
+    assert [(r["round"], r["removed"]) for r in data["reductions"]] == [(1, [name]) for name in eliminated]
+    last = data["lastReduction"]
+    assert last["forced"] and last["round"] == 1 and names(last["removed"]) == eliminated[-1:]
     assert replayer.clock == deadline + timedelta(seconds=5)
 
 
@@ -381,3 +386,35 @@ def test_cli_advisor_timeout_sets_the_round_deadline(sessions: Sessions) -> None
     assert session.close() == 0
     assert event["value"]["time"] == stamp(T0 + timedelta(seconds=5)), "round 1 opened at T0 + 1 s, 4 s timeout"
     assert names(event["value"]["data"]["decisions"]) == ["cluster3"]
+
+
+def fleet_lines(clusters: int) -> list[bytes]:
+    """`clusters` clusters, then a rule with `replicas: 1` and no advisors selecting them all."""
+    lines = []
+    for i in range(clusters):
+        data = {"metadata": {"name": f"m{i:04d}", "labels": {"fleet": "yes"}}}
+        value = cloud_event("managedcluster.applied", f"mc-{i}", T0, data)
+        lines.append(_line({"topic": "placement.cluster-status", "key": f"ManagedCluster/m{i:04d}", "value": value}))
+    spec = {"replicas": 1, "targetLabels": {"matchLabels": {"fleet": "yes"}}}
+    rule = {"metadata": {"name": "fleet", "namespace": "apps", "generation": 1}, "spec": spec}
+    value = cloud_event("placementrule.applied", "rule-fleet", T0 + timedelta(seconds=1), rule)
+    return [*lines, _line({"topic": "placement.submissions", "key": "PlacementRule/apps/fleet", "value": value})]
+
+
+def test_rule_without_advisors_is_decided_at_once_asking_nobody() -> None:
+    outputs = []
+    for _ in range(2):
+        out = io.BytesIO()
+        assert Replayer(Settings(), out).run(fleet_lines(300)) == 0
+        outputs.append(out.getvalue())
+    assert outputs[0] == outputs[1], "replay is byte-for-byte stable"
+    records = [orjson.loads(line) for line in outputs[0].splitlines()]
+    assert [(r["topic"], r["value"]["type"]) for r in records if r["topic"] != CHANGELOG] == [
+        (DECISIONS, "placementrule.decided.v1")
+    ], "no candidates.proposed: nobody is asked (H6)"
+    data = next(r["value"]["data"] for r in records if r["topic"] == DECISIONS)
+    assert names(data["decisions"]) == ["m0299"]
+    assert data["round"] == 300
+    assert data["reductions"] == [{"round": i + 1, "removed": [f"m{i:04d}"]} for i in range(299)]
+    assert data["lastReduction"]["round"] == 299
+    assert [r["candidate"]["name"] for r in data["lastReduction"]["ratings"]] == ["m0298", "m0299"]

@@ -15,6 +15,7 @@ from engine.hybrid.identity import Ref
 from topics.base import KubeObject
 from topics.inventory import Deployer, InventoryResource, ManagedCluster
 from topics.k8s import ObjectReference
+from topics.placementrule import PlacementRuleDecided
 
 HERE = Path(__file__).parent
 
@@ -95,12 +96,19 @@ def _deliver_posts(driver: RuleDriver, posts: Sequence[Sequence[Any]], round_num
 
 
 def run_script(case: Mapping[str, Any], *, timeout_seconds: float = 30.0) -> Outcome:
-    """Drive a case: create the rule at t = 0, then for each published round check its candidates and deliver
-    that round's inventory change, posts, timeout, re-posts and stale posts, skipping what a left round missed."""
+    """Drive a case: create the rule at t = 0, then for each round check its candidates and deliver that round's
+    inventory change, posts, timeout, re-posts and stale posts, skipping what a left round missed.
+
+    A rule with advisors is followed through its candidate publications. A rule without advisors publishes
+    none (nobody is asked, H6): its rounds and the candidates of each are read from the last decision event's
+    status snapshot, as the conformance cases say."""
     driver = RuleDriver(build_all(case["inventory"]), timeout_seconds=timeout_seconds)
     driver.apply_rule(case["spec"], decisions=[ref_row(d) for d in case["decisionsBefore"]])
     outcome = Outcome(driver)
     script = {step["n"]: step for step in case["rounds"]}
+    if not case["spec"].get("advisors"):
+        _run_unpublished(outcome, script, timeout_seconds)
+        return outcome
     handled = 0
     while handled < len(driver.proposals):
         proposal = driver.proposals[handled]
@@ -112,29 +120,60 @@ def run_script(case: Mapping[str, Any], *, timeout_seconds: float = 30.0) -> Out
         if number > 1:
             assert proposal.status is not None
             outcome.interim.append(labels(proposal.status.decisions))
-        if driver.round != number:
-            continue
-        if "inventory" in step:
-            driver.replace_inventory(build_all(step["inventory"]))
-        _deliver_posts(driver, step.get("posts", []), number)
-        if step.get("timeout") and driver.round == number:
-            driver.advance(timeout_seconds)
-        if "reposts" in step and driver.round == number:
-            outcome.decisions_before_reposts = labels(driver.state.decisions) if driver.state else []
-            _deliver_posts(driver, step["reposts"], number)
-        for advisor, stale_round, entries in step.get("stale", []):
-            if driver.round != number:
-                break
-            before = driver.state
-            dropped = driver.post(advisor, entries, round_number=stale_round)
-            assert dropped.state == before and not dropped.emits, "a stale post must change nothing"
+        _deliver_step(outcome, step, number, timeout_seconds)
     return outcome
 
 
+def _run_unpublished(outcome: Outcome, script: Mapping[int, Mapping[str, Any]], timeout_seconds: float) -> None:
+    """The rounds of a rule without advisors, from its status snapshot: round k's candidates are the snapshot's
+    candidates and eliminators in key order, less those removed in earlier rounds."""
+    driver = outcome.driver
+    assert driver.proposals == [], "a rule without advisors asks nobody (H6)"
+    number = 0
+    while number < snapshot_of(driver).round:
+        number += 1
+        assert number in script, f"round {number} was reached but the script has no step for it"
+        snapshot = snapshot_of(driver)
+        removed_before = {name for r in snapshot.reductions if r.round < number for name in r.removed}
+        everyone = sorted([*snapshot.candidates, *snapshot.eliminators], key=lambda r: f"{r.namespace or ''}/{r.name}")
+        candidates = [name for name in labels(everyone) if name not in removed_before]
+        assert candidates == script[number]["expectCandidates"], f"candidates of round {number}"
+        _deliver_step(outcome, script[number], number, timeout_seconds)
+
+
+def snapshot_of(driver: RuleDriver) -> PlacementRuleDecided:
+    """The status snapshot of the last decision event, which must agree with the rule's state."""
+    assert driver.decided_events and driver.state is not None
+    last = driver.decided_events[-1]
+    assert (last.round, labels(last.candidates)) == (driver.state.round, labels(driver.state.candidates))
+    return last
+
+
+def _deliver_step(outcome: Outcome, step: Mapping[str, Any], number: int, timeout_seconds: float) -> None:
+    """Round `number`'s events in the documented order, as far as the rule stays in that round."""
+    driver = outcome.driver
+    if driver.round != number:
+        return
+    if "inventory" in step:
+        driver.replace_inventory(build_all(step["inventory"]))
+    _deliver_posts(driver, step.get("posts", []), number)
+    if step.get("timeout") and driver.round == number:
+        driver.advance(timeout_seconds)
+    if "reposts" in step and driver.round == number:
+        outcome.decisions_before_reposts = labels(driver.state.decisions) if driver.state else []
+        _deliver_posts(driver, step["reposts"], number)
+    for advisor, stale_round, entries in step.get("stale", []):
+        if driver.round != number:
+            break
+        before = driver.state
+        dropped = driver.post(advisor, entries, round_number=stale_round)
+        assert dropped.state == before and not dropped.emits, "a stale post must change nothing"
+
+
 def ratings_by_round(driver: RuleDriver) -> dict[str, dict[str, Decimal]]:
-    """`{round: {candidate: rating}}` of the rating rounds, exact."""
+    """`{round: {candidate: rating}}` of the rating rounds the status showed in full (H6), exact."""
     out: dict[str, dict[str, Decimal]] = {}
-    for reduction in driver.reductions:
+    for reduction in driver.full_reductions:
         if reduction.ratings:
             out[str(reduction.round)] = {label(r.ref): Decimal(r.hundredths) / 100 for r in reduction.ratings}
     return out

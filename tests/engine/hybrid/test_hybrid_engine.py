@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from hybrid_tables import build, build_all, clusters, labels, play
+from hybrid_tables import build, build_all, clusters, entries_of, labels, play
 
 from engine.core import EngineSettings
 from engine.errors import InvalidStateError
@@ -21,7 +22,13 @@ from engine.runtime import InputRecord, Runtime
 from topics.codec import decode_event, dump_model, encode_event
 from topics.events import EVENT_KINDS
 from topics.names import TopicRole
-from topics.placementrule import CandidatesProposed, PlacementRuleDecided
+from topics.placementrule import (
+    CandidatesProposed,
+    PlacementRuleDecided,
+    RecommendationEntry,
+    RecommendationPosted,
+    RuleRef,
+)
 
 C3 = clusters("c1", "c2", "c3")
 SPEC = {
@@ -96,8 +103,10 @@ def test_hybrid_decided_carries_status_snapshot_and_reductions_H6() -> None:
     assert wire["decisions"] == [  # J1: a pasted decision is published as a copy of its candidate
         {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster", "name": "c3"}
     ]
-    reduction = wire["reductions"][0]
+    assert wire["reductions"] == [{"round": 1, "removed": ["c2"]}]
+    reduction = wire["lastReduction"]
     assert reduction["round"] == 1 and reduction["reason"] == "rating" and reduction["forced"] is False
+    assert [r["name"] for r in reduction["removed"]] == ["c2"]
     assert [(r["candidate"]["name"], r["rating"], r["hundredths"]) for r in reduction["ratings"]] == [
         ("c1", 12.5, 1250),
         ("c2", 0.0, 0),
@@ -112,6 +121,89 @@ def test_hybrid_decided_carries_status_snapshot_and_reductions_H6() -> None:
     wire = dump_model(snapshot)
     assert wire["recommendations"] == {"a": [{"name": "c3"}], "b": [{"name": "c3", "score": 40}, {"name": "c1"}]}
     assert [r["round"] for r in wire["reductions"]] == [1]
+    assert wire["lastReduction"]["round"] == 1
+
+
+def test_hybrid_status_keeps_the_latest_reduction_whole_and_earlier_ones_as_names_H6() -> None:
+    driver = RuleDriver(build_all(clusters("c1", "c2", "c3", "c4")))
+    driver.apply_rule({"replicas": 1, "advisors": [{"name": "a"}]})
+    for scores in (["c1@10", "c2@20", "c3@30", "c4@40"], ["c2@50", "c3@5", "c4@60"], ["c2@1", "c4@2"], ["c4"]):
+        driver.post("a", entries_of(scores))
+    assert driver.state is not None and labels(driver.state.decisions) == ["c4"]
+    statuses = [p.status for p in driver.proposals]
+    assert [s.round if s else None for s in statuses] == [1, 2, 3, 4]
+    wire = dump_model(driver.proposals[-1])["status"]
+    assert wire["reductions"] == [
+        {"round": 1, "removed": ["c1"]},
+        {"round": 2, "removed": ["c3"]},
+        {"round": 3, "removed": ["c2"]},
+    ], "every round, with the names it removed"
+    last = wire["lastReduction"]
+    assert (last["round"], last["reason"], [r["name"] for r in last["removed"]]) == (3, "rating", ["c2"])
+    assert {r["candidate"]["name"]: r["hundredths"] for r in last["ratings"]} == {"c2": 100, "c4": 200}
+    assert "ratings" not in str(wire["reductions"]), "earlier rounds keep no ratings"
+    # the state keeps the same: names for the history, the last step whole
+    assert [(r.round, r.removed) for r in driver.state.reductions] == [(1, ("c1",)), (2, ("c3",)), (3, ("c2",))]
+    assert driver.state.last_reduction is not None and len(driver.state.last_reduction.ratings) == 2
+
+
+def test_hybrid_rule_without_advisors_decides_in_one_evaluation_unpublished_H6() -> None:
+    names = [f"m{i:04d}" for i in range(600)]
+    driver = RuleDriver(build_all(clusters(*names)))
+    step = driver.apply_rule({"replicas": 1})
+    assert [e.kind for e in step.emits] == ["placementrule.decided"], "nobody is asked: no candidates.proposed"
+    state = driver.state
+    assert state is not None
+    assert labels(state.decisions) == ["m0599"], "ratings all 0: candidates fall in key order (H7)"
+    assert state.round == 600 and state.deadline is None
+    assert [(r.round, r.removed) for r in state.reductions] == [(i + 1, (n,)) for i, n in enumerate(names[:-1])]
+    assert labels(state.eliminators) == names[:-1]
+    last = state.last_reduction
+    assert last is not None and last.round == 599 and labels(last.removed) == ["m0598"]
+    assert [(r.ref.name, r.hundredths) for r in last.ratings] == [("m0598", 0), ("m0599", 0)]
+    wire = orjson.dumps(dump_model(snapshot_of(state)))
+    assert len(wire) < 200 * len(names), "the snapshot grows with the candidates, not with rounds times candidates"
+
+
+def test_hybrid_state_written_before_h6_is_read_and_goes_on() -> None:
+    """A changelog entry of the release that kept every reduction whole: restored, then the round it waits in is
+    answered."""
+    value = (Path(__file__).parent / "hybrid_state_before_h6.json").read_bytes()
+    assert b'"ratings"' in value and b"lastReduction" not in value
+    key = "PlacementRule/default/rule"
+    runtime = Runtime([HybridPlacementEngine()], EngineSettings())
+    runtime.restore(key, value)
+    state = runtime.states[key]
+    assert [(r.round, r.removed) for r in state.reductions] == [(1, ("cluster2",)), (2, ("cluster4",))]
+    last = state.last_reduction
+    assert last is not None and (last.round, last.reason, labels(last.removed)) == (2, "rating", ["cluster4"])
+    assert [(r.ref.name, r.hundredths) for r in last.ratings] == [
+        ("cluster1", 2000),
+        ("cluster3", 16000),
+        ("cluster4", 0),
+    ]
+    assert (state.round, labels(state.candidates), labels(state.eliminators)) == (
+        3,
+        ["cluster1", "cluster3"],
+        ["cluster2", "cluster4"],
+    )
+    assert runtime.next_timer() == T0 + timedelta(seconds=30)
+    rule = RuleRef(namespace="default", name="rule")
+    posts = [
+        RecommendationPosted(rule=rule, round=3, advisor=name, recommendations=[RecommendationEntry(name="cluster1")])
+        for name in ("grc", "rhacm", "cost")
+    ]
+    records = [
+        _record(TopicRole.ADVISOR_RECOMMENDATIONS, i, key, "recommendation.posted", p) for i, p in enumerate(posts)
+    ]
+    out = runtime.process(records, T0 + timedelta(seconds=1))
+    decided = [decode_event(o.value, TopicRole.DECISIONS) for o in out if o.topic is TopicRole.DECISIONS and o.value]
+    assert [labels(d.data.decisions) for d in decided] == [["cluster1"]]  # type: ignore[attr-defined]
+    written = [o for o in out if o.topic is TopicRole.CHANGELOG][-1]
+    assert written.value is not None and b'"ratings"' in written.value
+    entry = orjson.loads(written.value)["state"]
+    assert entry["reductions"] == [{"round": 1, "removed": ["cluster2"]}, {"round": 2, "removed": ["cluster4"]}]
+    assert entry["lastReduction"]["round"] == 2
 
 
 @pytest.mark.parametrize("how", ["event", "tombstone"])

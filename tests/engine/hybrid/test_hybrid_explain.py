@@ -23,6 +23,14 @@ def names(refs: list[dict[str, Any]]) -> list[str]:
     return labels(ObjectReference.model_validate(r) for r in refs)
 
 
+def last_reduction(raw: dict[str, Any] | None) -> tuple[int, str, list[str], dict[str, int]] | None:
+    """The latest reduction as (round, reason, removed, ratings in hundredths)."""
+    if raw is None:
+        return None
+    ratings = {r["candidate"]["name"]: r["hundredths"] for r in raw["ratings"]}
+    return raw["round"], raw["reason"], names(raw["removed"]), ratings
+
+
 def test_the_hybrid_engine_explains() -> None:
     assert isinstance(HybridPlacementEngine(), ExplainingEngine)
 
@@ -43,6 +51,7 @@ def test_the_hybrid_engine_explains() -> None:
                 "eliminators": [],
                 "decisions": [],
                 "reductions": [],
+                "last": None,
             },
         ),
         (
@@ -58,6 +67,7 @@ def test_the_hybrid_engine_explains() -> None:
                 "eliminators": [],
                 "decisions": [],
                 "reductions": [],
+                "last": None,
             },
         ),
         (
@@ -73,7 +83,8 @@ def test_the_hybrid_engine_explains() -> None:
                 "candidates": ["c1", "c2"],
                 "eliminators": ["c3"],
                 "decisions": [],
-                "reductions": [(1, "predicate", ["c3"])],
+                "reductions": [(1, ["c3"])],
+                "last": (1, "predicate", ["c3"], {}),
             },
         ),
         (
@@ -89,7 +100,8 @@ def test_the_hybrid_engine_explains() -> None:
                 "candidates": ["c1"],
                 "eliminators": ["c3", "c2"],
                 "decisions": ["c1"],
-                "reductions": [(1, "rating", ["c3"]), (1, "rating", ["c2"])],
+                "reductions": [(1, ["c3"]), (1, ["c2"])],
+                "last": (1, "rating", ["c2"], {"c1": 5400, "c2": 3000}),
             },
         ),
         (
@@ -105,6 +117,7 @@ def test_the_hybrid_engine_explains() -> None:
                 "eliminators": [],
                 "decisions": ["c1", "c2", "c3"],
                 "reductions": [],
+                "last": None,
             },
         ),
     ],
@@ -129,7 +142,8 @@ def test_explain_reports_the_round_the_advisors_and_the_reduction(
         "candidates": names(report["candidates"]),
         "eliminators": names(report["eliminators"]),
         "decisions": names(report["decisions"]),
-        "reductions": [(r["round"], r["reason"], names(r["removed"])) for r in report["reductions"]],
+        "reductions": [(r["round"], r["removed"]) for r in report["reductions"]],
+        "last": last_reduction(report.get("lastReduction")),
     }
     assert got == expected
     assert sorted(report["recommendations"]) == sorted(expected["answered"])

@@ -150,10 +150,22 @@ SCENARIOS: list[tuple[str, list[dict[str, Any]], list[tuple[Any, ...]], dict[str
         {"round": 1, "decisions": "", "stored": "a", "deadline": 30},
     ),
     (
-        "F1-no-advisors-always-ready-H5-back-to-back",
+        "F1-no-advisors-always-ready-H5-back-to-back-H6-unpublished",
         C3,
         [("rule", {"replicas": 2})],
-        {"round": 2, "decisions": "c2 c3", "removed": "c1", "proposals": 2, "deadline": None},
+        {"round": 2, "decisions": "c2 c3", "removed": "c1", "proposals": 0, "decided": 1, "deadline": None},
+    ),
+    (
+        "H6-no-advisors-reset-asks-nobody-and-decides-at-once",
+        C3,
+        [("rule", {"replicas": 1}), ("inventory", clusters("c1", "c2", "c3", "c4"))],
+        {"round": 7, "decisions": "c3", "removed": "c1 c2 c1 c2 c4", "proposals": 0, "decided": 1, "deadline": None},
+    ),
+    (
+        "H6-advisors-removed-by-an-update-asks-nobody",
+        C3,
+        [("rule", ONE_A), ("rule", {"replicas": 1}, 2)],
+        {"round": 4, "decisions": "c3", "removed": "c1 c2", "proposals": 1, "decided": 2, "deadline": None},
     ),
     (
         "F2-deadline-not-reached",
@@ -262,7 +274,7 @@ def test_hybrid_lifecycle(
         "candidates": lambda: " ".join(labels(state.candidates)),
         "eliminators": lambda: " ".join(labels(state.eliminators)),
         "decisions": lambda: " ".join(labels(state.decisions)),
-        "removed": lambda: " ".join(n for r in driver.reductions for n in labels(r.removed)),
+        "removed": lambda: " ".join(n for r in driver.reductions for n in r.removed),
         "proposals": lambda: len(driver.proposals),
         "decided": lambda: len(driver.decided_events),
         "deadline": lambda: None if state.deadline is None else (state.deadline - T0) / timedelta(seconds=1),

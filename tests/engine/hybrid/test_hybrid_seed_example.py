@@ -43,7 +43,8 @@ def test_hybrid_seed_worked_example_ends_on_cluster3() -> None:
     assert driver.round == 2
     assert labels(driver.state.candidates) == ["cluster1", "cluster3"]
     assert labels(driver.state.decisions) == ["cluster3"], "no changes to the decisions during the reduction"
-    first = driver.reductions[0]
+    first = driver.state.last_reduction
+    assert first is not None
     assert first.reason == "predicate" and labels(first.removed) == ["cluster2"] and first.ratings == ()
 
     _answer(driver, ["cluster3"], ["cluster1", "cluster3"], ["cluster1"])
