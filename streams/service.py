@@ -135,6 +135,7 @@ class Processor:
                     work.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await work
+            await self._bring_group_up_to_date()
         except BaseException:
             self.health.crashed = True
             raise
@@ -173,7 +174,7 @@ class Processor:
         self._ownership = TaskOwnership(
             runtime=self._require_runtime(),
             tasks=self._tasks,
-            committed=self._publisher.committed,
+            publisher=self._publisher,
             consumer=self._consumer,
             restorer=_started(self._restorer),
             peers=_started(self._peers),
@@ -213,8 +214,13 @@ class Processor:
         )
         self._consumer.subscribe(self._subject_topics, listener=self._ownership.listener())
         await loop.run()
-        async with self.batch_lock:  # no rebalance moves the partitions meanwhile
-            await self._publisher.commit_group_offsets(self._consumer, CLIENT_STOP_SECONDS, all_behind=True)
+
+    async def _bring_group_up_to_date(self) -> None:
+        """A graceful stop, its batch committed or abandoned: the group's offsets reach every position a
+        transaction committed, so any next owner can start from them alone (platform P5)."""
+        if self._consumer is not None:
+            async with self.batch_lock:  # no rebalance moves the partitions meanwhile
+                await self._publisher.commit_group_offsets(self._consumer, CLIENT_STOP_SECONDS, all_behind=True)
 
     async def _catch_up_tables(self) -> None:
         started, runtime = time.perf_counter(), self._require_runtime()
