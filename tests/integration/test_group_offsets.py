@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from kafka_tools import reset_offsets_to_earliest
 
 from streams.kafka.admin import create_topics
 from streams.kafka.group_offsets import GROUP_METADATA
+from streams.kafka.tasks import partition_of
 from streams.service import Processor
 
 pytestmark = pytest.mark.integration
@@ -53,8 +55,8 @@ async def _decisions(world: KafkaWorld, names: list[str]) -> Counter[str]:
     return _decided(await world.collect(world.topics.decisions, lambda r: wanted <= set(_decided(r))))
 
 
-async def _every_decision(world: KafkaWorld) -> Counter[str]:
-    """The decisions of the whole topic, read to its last stable offset."""
+async def _every_records(world: KafkaWorld) -> list[Record]:
+    """The records of the whole decisions topic, read to its last stable offset."""
     topic = world.topics.decisions
     ends = await world.end_offsets(topic, isolation="read_committed")
     consumer = AIOKafkaConsumer(
@@ -71,7 +73,7 @@ async def _every_decision(world: KafkaWorld) -> Counter[str]:
                 records += chunk
     finally:
         await consumer.stop()
-    return _decided(records)
+    return records
 
 
 async def _group_offsets(world: KafkaWorld, topic: str) -> dict[int, tuple[int, str]]:
@@ -98,30 +100,67 @@ async def test_a_graceful_stop_leaves_the_groups_offsets_at_the_end_of_what_was_
     assert await _group_offsets(world, topics.submissions) == {p: (end, GROUP_METADATA) for p, end in ends.items()}
 
 
-async def test_an_operators_reset_to_earliest_is_honoured(world: KafkaWorld) -> None:
+QUEUES = """
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: false
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: dev
+"""
+
+
+def _application(world: KafkaWorld, kind: str, app: str) -> tuple[str, str, dict[str, Any]]:
+    data: dict[str, Any] = {"applicationId": app, "partition": "default"}
+    if kind == "application.submitted":
+        data |= {"user": "alice", "groups": [], "queue": "root.dev", "tags": {}}
+    return world.topics.submissions, "Application/default", event(kind, data)
+
+
+def _placed(records: list[Record]) -> Counter[tuple[str, str]]:
+    return Counter((v["data"]["applicationId"], v["data"]["queue"]) for v in values(records, "application.placed.v1"))
+
+
+async def test_an_operators_reset_to_earliest_is_honoured(world: KafkaWorld, tmp_path: Path) -> None:
     """kafka-consumer-groups --reset-offsets --to-earliest while stopped: every record is read again, against the
-    restored state, which already holds them: no Placement gets a second decision (its answer is unchanged), the
-    ones produced while stopped are decided once, and the group's offsets reach the end again."""
+    restored state, which already holds them (docs/operations.md): no Placement gets a second decision (its
+    answer is unchanged), each YuniKorn submission is answered again (a2 is placed again and removed again by
+    its completion), what was produced while stopped is decided once, and the group's offsets reach the end."""
     topics = world.topics
-    settings = world.settings()
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(QUEUES)
+    settings = world.settings(queue_config=queues)
     before, after = [f"p{i:02}" for i in range(20)], [f"q{i:02}" for i in range(6)]
+    apps = [("application.submitted", "a1"), ("application.submitted", "a2"), ("application.completed", "a2")]
     async with running(settings):
         await world.produce(_cluster_set(world))
         await _placements(world, before)
+        await world.produce([_application(world, kind, app) for kind, app in apps])
         await _decisions(world, before)
+        await world.collect(topics.decisions, lambda r: sum(_placed(r).values()) == 2)
     printed = await reset_offsets_to_earliest(world.bootstrap, world.group, topics.submissions)
     assert await _group_offsets(world, topics.submissions) == dict.fromkeys(range(world.partitions), (0, "")), printed
     await _placements(world, after)
+    await world.produce([_application(world, "application.submitted", "a3")])
     async with running(settings) as processor:
-        decided = await _decisions(world, before + after)
+        await _decisions(world, before + after)
         ends = await world.end_offsets(topics.submissions)
         await wait_for(lambda: _consumed(processor, topics.submissions) >= sum(ends.values()))
         await asyncio.sleep(1.5)  # a second's group commit, and any decision of a record read again, would be out
         consumed = _consumed(processor, topics.submissions)
         group = await _group_offsets(world, topics.submissions)
-    decided = await _every_decision(world)
-    assert consumed == sum(ends.values()) == len(before) + len(after), "every record read again from the start"
-    assert decided == Counter({f"Placement/apps/{n}": 1 for n in before + after}), "0 lost, 0 decided twice"
+        runtime = processor.runtime
+        assert runtime is not None
+        running_apps = set(runtime.states["Application/default"].applications)
+    decisions = await _every_records(world)
+    assert consumed == sum(ends.values()) == len(before) + len(after) + len(apps) + 1, "every record read again"
+    assert _decided(decisions) == Counter({f"Placement/apps/{n}": 1 for n in before + after}), "0 lost, 0 twice"
+    assert _placed(decisions) == Counter({("a1", "root.dev"): 2, ("a2", "root.dev"): 2, ("a3", "root.dev"): 1})
+    assert running_apps == {"a1", "a3"}
     assert group == {p: (end, GROUP_METADATA) for p, end in ends.items()}, "the group's offsets at the end again"
 
 
@@ -176,3 +215,7 @@ async def test_a_graceful_hand_over_to_a_reader_of_the_groups_offsets_repeats_an
             await reader.stop()
     assert [r.offset for r in read] == list(range(processed[moved], ends[moved])), "nothing again, nothing lost"
     assert read, "the moved task got records after the hand-over"
+    kept = [n for n in later if partition_of(f"Placement/apps/{n}", world.partitions) != moved]
+    assert _decided(await _every_records(world)) == Counter({f"Placement/apps/{n}": 1 for n in names + kept}), (
+        "each subject decided once before the hand-over, then the kept task's alone"
+    )
