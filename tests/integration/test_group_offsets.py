@@ -5,6 +5,7 @@ an operator's reset with Kafka's own tool honoured."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,39 @@ async def test_a_graceful_hand_over_to_a_reader_of_the_groups_offsets_repeats_an
     assert _decided(await _every_records(world)) == Counter({f"Placement/apps/{n}": 1 for n in names + kept}), (
         "each subject decided once before the hand-over, then the kept task's alone"
     )
+
+
+async def test_after_a_crash_an_idle_new_owner_brings_the_groups_offsets_up_to_date(world: KafkaWorld) -> None:
+    """An instance that ends without its stop's commit (its run cancelled) leaves the group's offsets at its
+    first transactions'; the next owner starts at the recorded ones and, with nothing to process, commits them
+    to the group: lag tools and the processor agree again."""
+    topics = world.topics
+    settings = world.settings(kafka=SLOW_GROUP)
+    names = [f"p{i:02}" for i in range(30)]
+    crashed = Processor(settings)
+    run = asyncio.create_task(crashed.run())
+    try:
+        await wait_for(lambda: crashed.ready, timeout=60)
+        await world.produce(_cluster_set(world))
+        for wave in (names[:10], names[10:]):
+            await _placements(world, wave)
+            await _decisions(world, wave)
+    finally:
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+    ends = await world.end_offsets(topics.submissions)
+    assert await _group_offsets(world, topics.submissions) != {p: (e, GROUP_METADATA) for p, e in ends.items()}
+    async with running(settings) as processor:
+        await wait_for(lambda: processor.owned_tasks == set(range(world.partitions)))
+        expected = {p: (end, GROUP_METADATA) for p, end in ends.items()}
+        group: dict[int, tuple[int, str]] = {}
+        for _ in range(100):
+            group = await _group_offsets(world, topics.submissions)
+            if group == expected:
+                break
+            await asyncio.sleep(0.1)
+        consumed = _consumed(processor, topics.submissions)
+    assert group == expected
+    assert consumed == 0, "nothing read again"
+    assert _decided(await _every_records(world)) == Counter({f"Placement/apps/{n}": 1 for n in names})
