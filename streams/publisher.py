@@ -33,8 +33,8 @@ Offsets = dict[int, dict[TopicPartition, int]]
 log = logging.getLogger("placement.service")
 
 GROUP_COMMIT_TIMEOUT_SECONDS = 1.0
-"""Longest the loop waits for idle tasks' offsets to reach the group (one request, at most once per interval; a
-rebalance waits for it), and a rebalance for every owned task's."""
+"""Longest a group commit outside a transaction may take: the loop's, for idle tasks' offsets (one request, at
+most once per interval), and a revoke's, for every owned task's (the rebalance waits for it)."""
 
 
 class Publisher:
