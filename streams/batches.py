@@ -22,16 +22,12 @@ from streams.kafka.clients import Records
 from streams.kafka.poison import PoisonGuard
 from streams.metrics import Metrics
 from streams.misplaced import MisplacedRecords
-from streams.publisher import Publisher
+from streams.publisher import GROUP_COMMIT_TIMEOUT_SECONDS, Publisher
 from topics.names import TopicRole
 
 __all__ = ["BatchHandler", "Progress", "Records", "input_records", "observe_queued", "without_processed"]
 
 log = logging.getLogger("placement.service")
-
-GROUP_COMMIT_TIMEOUT_SECONDS = 1.0
-"""Longest the loop waits for idle tasks' offsets to reach the group (one request, at most once per interval; a
-rebalance waits for it)."""
 
 
 @dataclass

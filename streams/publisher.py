@@ -19,17 +19,22 @@ from aiokafka.errors import KafkaError
 from engine.runtime import Handover, Runtime
 from streams.engine_thread import EngineThread
 from streams.health import Health
+from streams.kafka.group_offsets import marked
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.tasks import TaskProducers, send_records
 from streams.kafka.transactions import TaskTransactions, let_producers_send
 from streams.metrics import Metrics, OutputTally
 from topics.names import TopicRole
 
-__all__ = ["Publisher"]
+__all__ = ["GROUP_COMMIT_TIMEOUT_SECONDS", "Publisher"]
 
 Offsets = dict[int, dict[TopicPartition, int]]
 
 log = logging.getLogger("placement.service")
+
+GROUP_COMMIT_TIMEOUT_SECONDS = 1.0
+"""Longest a group commit outside a transaction may take: the loop's, for idle tasks' offsets (one request, at
+most once per interval), and a revoke's, for every owned task's (the rebalance waits for it)."""
 
 
 class Publisher:
@@ -61,8 +66,9 @@ class Publisher:
         """The consumed position each subject partition's last committed transaction recorded: after a
         rebalance the group's committed offsets can lag it until the transaction markers are written (the
         client cannot ask for stable offsets), so the caller seeks to what it knows it committed."""
-        self._group_behind: set[TopicPartition] = set()
-        """Subject partitions whose last committed position went only into the task's changelog record."""
+        self.group_behind: set[TopicPartition] = set()
+        """Subject partitions whose last committed position went only into the task's changelog record (or that
+        a task taken over found the group's offsets behind, TaskOwnership)."""
 
     async def commit_group_offsets(self, consumer: AIOKafkaConsumer, timeout: float, *, all_behind: bool) -> None:
         """Commit to the group the positions that transactions recorded only in the changelog: those of tasks
@@ -72,7 +78,7 @@ class Publisher:
         assigned = consumer.assignment()
         behind = {
             tp: self.committed[tp]
-            for tp in self._group_behind
+            for tp in self.group_behind
             if tp in assigned and tp in self.committed and (all_behind or self._tasks.group_offsets_due(tp.partition))
         }
         if not behind:
@@ -80,11 +86,11 @@ class Publisher:
         for task in {tp.partition for tp in behind}:  # tried again after an interval, whatever comes of it
             self._tasks.group_offsets_sent(task, time.monotonic())
         try:
-            await asyncio.wait_for(consumer.commit(behind), timeout)
+            await asyncio.wait_for(consumer.commit(marked(behind)), timeout)
         except (KafkaError, TimeoutError) as exc:
             log.warning("the group's offsets were not brought up to date", extra={"error": repr(exc)})
             return
-        self._group_behind.difference_update(behind)
+        self.group_behind.difference_update(behind)
 
     async def publish(self, runtime: Runtime, chunks: Iterable[Handover], offsets: Offsets) -> list[int]:
         """Commit each task's records and offsets atomically; returns the tasks whose transaction was aborted,
@@ -137,9 +143,9 @@ class Publisher:
             if tp.partition in transactions.committed:
                 self.committed[tp] = at
                 if tp.partition in transactions.group_offsets:
-                    self._group_behind.discard(tp)
+                    self.group_behind.discard(tp)
                 else:
-                    self._group_behind.add(tp)
+                    self.group_behind.add(tp)
         for task, error in sorted(transactions.errors.items()):
             self._metrics.transactions.labels("aborted").inc()
             self._health.failing_tasks.add(task)

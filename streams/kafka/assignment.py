@@ -17,12 +17,14 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from engine.runtime import Runtime
 from streams.health import Health
+from streams.kafka.group_offsets import StartPosition, fetch_committed, start_position
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.stale import StaleTasks
-from streams.kafka.tables import changelog_sink, read_latest, seek_to_start
+from streams.kafka.tables import UnreadableEntries, changelog_sink, read_latest, seek_to_start
 from streams.kafka.tasks import ProducersClosedError, TaskProducers
 from streams.metrics import Metrics
+from streams.publisher import GROUP_COMMIT_TIMEOUT_SECONDS, Publisher
 from streams.tuning import collector_paused_then_frozen
 
 __all__ = ["TaskOwnership"]
@@ -38,7 +40,7 @@ class TaskOwnership:
         *,
         runtime: Runtime,
         tasks: TaskProducers,
-        committed: dict[TopicPartition, int],
+        publisher: Publisher,
         consumer: AIOKafkaConsumer,
         restorer: AIOKafkaConsumer,
         peers: PeerChangelog,
@@ -54,7 +56,8 @@ class TaskOwnership:
     ) -> None:
         self._runtime = runtime
         self._tasks = tasks
-        self._committed = committed
+        self._publisher = publisher
+        self._committed = publisher.committed
         """What this instance committed per subject partition (the publisher's record)."""
         self._consumer = consumer
         self._restorer = restorer
@@ -77,9 +80,15 @@ class TaskOwnership:
         """Tasks restored but not yet re-decided on inventory read to its end (the loop does it, in slices)."""
         self.positioned: dict[TopicPartition, int] = {}
         """Where the last assignment put each subject partition's consumer."""
+        self._unreadable = UnreadableEntries()
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self, self._batch_lock)
+
+    async def revoked(self) -> None:
+        """Before the partitions go (the batch lock held): bring the group's offsets up to every position a
+        transaction committed, so the next owner, of whatever version, can start from the group's alone."""
+        await self._publisher.commit_group_offsets(self._consumer, GROUP_COMMIT_TIMEOUT_SECONDS, all_behind=True)
 
     async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
         """Keep tasks that stay, drop the ones that went, start and restore the new ones (not once stopping:
@@ -145,8 +154,8 @@ class TaskOwnership:
         completes the previous owner's last transaction, so what is read afterwards includes it. The position is
         the later of the group's committed offsets and those the task's last transaction recorded in its
         changelog partition: the group's can still lag the transaction for a moment (task_offsets.py), and a
-        committed batch would run twice. `held`: the task's subjects held here before (found when not given),
-        dropped for the restored ones."""
+        committed batch would run twice; unless an operator reset the group's (group_offsets.py). `held`: the
+        task's subjects held here before (found when not given), dropped for the restored ones."""
         await self._take([partition], lambda _: held)
 
     async def _take(self, partitions: Sequence[int], held: Callable[[int], list[str] | None]) -> None:
@@ -159,8 +168,15 @@ class TaskOwnership:
             if isinstance(outcome, BaseException):
                 raise outcome
         from_start: list[TopicPartition] = []
+        resets: dict[int, dict[TopicPartition, int]] = {}
         for partition in partitions:
-            from_start += await self._restore(partition, held(partition))
+            from_start += await self._restore(partition, held(partition), resets)
+        if resets:  # recorded before any record is read: a new owner then knows the reset was honoured
+            failed = await self._publisher.publish(self._runtime, (), resets)
+            if failed:
+                log.warning(
+                    "a reset position was not recorded; it is recorded with the next batch", extra={"tasks": failed}
+                )
         if from_start:
             await seek_to_start(self._consumer, from_start, self._session_timeout_seconds)
             for tp in from_start:
@@ -171,42 +187,65 @@ class TaskOwnership:
             with attempt:
                 await self._tasks.start(partition)
 
-    async def _restore(self, partition: int, held: list[str] | None) -> list[TopicPartition]:
+    async def _restore(
+        self, partition: int, held: list[str] | None, resets: dict[int, dict[TopicPartition, int]]
+    ) -> list[TopicPartition]:
         """`take_task` of a fenced task, but for its subject partitions that neither the group nor the changelog
-        has an offset for: they are returned, to be read from their start (`_take`)."""
+        has an offset for: they are returned, to be read from their start (`_take`). Partitions whose group
+        offsets an operator reset go into `resets`."""
         runtime, consumer = self._runtime, self._consumer
         runtime.forget(self._keys_by_task().get(partition, []) if held is None else held)
         runtime.adopt(lambda key: self._task_of(key) == partition)
         started = time.perf_counter()
         recorded: dict[TopicPartition, int] = {}
+        legacy: dict[TopicPartition, set[int]] = {}
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
         restored: list[str] = []
         with collector_paused_then_frozen(), runtime.restoring(restored) as restore:  # lives as long as the task
-            await read_latest(self._restorer, [changelog], changelog_sink(restore, "changelog entry", recorded))
+            sink = changelog_sink(
+                restore, "changelog entry", recorded, legacy_offsets=legacy, unreadable=self._unreadable
+            )
+            await read_latest(self._restorer, [changelog], sink)
         self._restorer.pause(changelog)  # read: an assigned partition would be fetched again and again
         took = time.perf_counter() - started
         self._metrics.task_restore.observe(took)
         self._metrics.restore_seconds.labels("changelog").set(took)  # the assignment's total replaces it
+        tps = [TopicPartition(topic, partition) for topic in self._subject_topics]
+        group = await fetch_committed(consumer, tps)
         from_start: list[TopicPartition] = []
-        for topic in self._subject_topics:
-            tp = TopicPartition(topic, partition)
-            committed = await consumer.committed(tp)
-            at = max((o for o in (committed, recorded.get(tp)) if o is not None), default=None)
-            if at is None:
+        for tp in tps:
+            start = start_position(group.get(tp), recorded.get(tp), legacy.get(tp, ()))
+            if not self._position(tp, start, resets):
                 from_start.append(tp)
-            else:
-                if committed is not None and at > committed:
-                    log.info("the group's offset lags the task's last transaction", extra={"partition": str(tp)})
-                consumer.seek(tp, at)
-                self.positioned[tp] = at
-            self._committed.pop(tp, None)
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
         tasks = self._tasks_of(restored)
         self.stale.add(partition, [key for key, task in zip(restored, tasks, strict=True) if task == partition])
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
         return from_start
+
+    def _position(self, tp: TopicPartition, start: StartPosition, resets: dict[int, dict[TopicPartition, int]]) -> bool:
+        """Seek a taken task's subject partition to `start`; False when it is to be read from its log start. A
+        group offset behind a committed transaction's position is brought up to it with the next interval's
+        commit, so the group's never stay behind (group_offsets.py)."""
+        self._committed.pop(tp, None)
+        self._publisher.group_behind.discard(tp)
+        if start.offset is None:
+            return False
+        if start.reset:
+            log.warning(
+                "the group's offset was reset outside the processor: its records are read again from there",
+                extra={"partition": str(tp), "offset": start.offset},
+            )
+            resets.setdefault(tp.partition, {})[tp] = start.offset
+        elif start.group_behind:
+            log.info("the group's offset lags the task's last transaction", extra={"partition": str(tp)})
+            self._committed[tp] = start.offset
+            self._publisher.group_behind.add(tp)
+        self._consumer.seek(tp, start.offset)
+        self.positioned[tp] = start.offset
+        return True
 
     def consumed_positions(self) -> dict[TopicPartition, int]:
         """Where each subject partition's consumption stands: its last committed position, else where this
@@ -229,9 +268,10 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self._batch_lock = batch_lock
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        """Wait for the batch in flight: its transaction commits before the partitions go."""
+        """Wait for the batch in flight: its transaction commits before the partitions go; then the group's
+        offsets are brought up to date (`TaskOwnership.revoked`)."""
         async with self._batch_lock:
-            pass
+            await self._ownership.revoked()
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         await self._ownership.take_assignment(assigned)

@@ -15,9 +15,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
 from engine.errors import InvalidStateError
+from streams.kafka.group_offsets import written_by_this_version
 from streams.kafka.security import connection_options
 from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
 from streams.settings import KafkaSettings
@@ -25,7 +27,9 @@ from streams.settings import KafkaSettings
 __all__ = [
     "EntrySink",
     "RecordSink",
+    "UnreadableEntries",
     "changelog_sink",
+    "entry_kind",
     "new_reader",
     "read_latest",
     "read_to_end",
@@ -40,10 +44,55 @@ EntrySink = Callable[[str, bytes | None], None]
 """Applies one changelog entry (record key, value; None is a tombstone)."""
 
 
-def changelog_sink(apply: EntrySink, what: str, task_offsets: dict[TopicPartition, int] | None = None) -> RecordSink:
-    """A sink applying each keyed subject entry; an unreadable entry is logged and skipped, so one bad entry costs
-    only itself. The task offsets records (see task_offsets.py) are no subject's: they are gathered into
-    `task_offsets` when given (the latest per partition wins), else skipped."""
+class UnreadableEntries:
+    """Logs skipped changelog entries once per kind, not once per entry: a partition written by a newer version
+    holds thousands of entries of a kind this one cannot read, and one line says all there is to say."""
+
+    def __init__(self) -> None:
+        self._logged: set[tuple[str, str]] = set()
+        self.skipped: dict[str, int] = {}
+        """Entries skipped so far, by kind."""
+
+    def skip(self, what: str, record: ConsumerRecord[bytes, bytes], error: Exception) -> None:
+        kind = entry_kind(record.key, record.value)
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+        if (what, kind) in self._logged:
+            return
+        self._logged.add((what, kind))
+        log.warning(
+            f"skipping {what}s this version cannot read; further ones of this kind are skipped without a line",
+            extra={"kind": kind, "topic": record.topic, "offset": record.offset, "error": str(error)},
+        )
+
+
+def entry_kind(key: bytes | None, value: bytes | None) -> str:
+    """What kind of changelog entry a record is, as far as it can be told: the `kind` and `v` its value names,
+    else its key's first segment."""
+    if key is not None and is_task_offsets_key(key):
+        return "task offsets"
+    try:
+        loaded = orjson.loads(value) if value is not None else None
+    except orjson.JSONDecodeError:
+        loaded = None
+    if isinstance(loaded, dict) and "kind" in loaded:
+        return f"{str(loaded['kind'])[:40]} v{str(loaded.get('v'))[:10]}"
+    head = (key or b"").split(b"/", 1)[0][:40]
+    return f"key {head.decode(errors='replace')}/..."
+
+
+def changelog_sink(
+    apply: EntrySink,
+    what: str,
+    task_offsets: dict[TopicPartition, int] | None = None,
+    *,
+    legacy_offsets: dict[TopicPartition, set[int]] | None = None,
+    unreadable: UnreadableEntries | None = None,
+) -> RecordSink:
+    """A sink applying each keyed subject entry; an unreadable entry is skipped (`UnreadableEntries`), so one bad
+    entry costs only itself. The task offsets records (see task_offsets.py) are no subject's: they are gathered
+    into `task_offsets` when given (the latest per partition wins), and the offsets of those written by 0.1.0
+    into `legacy_offsets` (group_offsets.py), else skipped."""
+    skipped = UnreadableEntries() if unreadable is None else unreadable
 
     def sink(records: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
         for record in records:
@@ -53,9 +102,13 @@ def changelog_sink(apply: EntrySink, what: str, task_offsets: dict[TopicPartitio
                 if not is_task_offsets_key(record.key):
                     apply(record.key.decode(), record.value)
                 elif task_offsets is not None and record.value is not None:
-                    task_offsets.update(decode_task_offsets(record.value))
+                    offsets = decode_task_offsets(record.value)
+                    task_offsets.update(offsets)
+                    if legacy_offsets is not None and not written_by_this_version(record.headers):
+                        for tp, offset in offsets.items():
+                            legacy_offsets.setdefault(tp, set()).add(offset)
             except (InvalidStateError, UnicodeDecodeError, KeyError, TaskOffsetsError) as exc:
-                log.error(f"skipping unreadable {what}", extra={"offset": record.offset, "error": str(exc)})
+                skipped.skip(what, record, exc)
 
     return sink
 

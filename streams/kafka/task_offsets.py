@@ -7,7 +7,9 @@ commit and decide that batch again. Each transaction therefore also writes its o
 partition of its task under a key no subject has; the transaction makes that record visible together with the
 outputs, and a task taken over starts at the later of the group's offsets and the recorded ones. That also lets
 the group's offsets be committed only once per interval (`KafkaSettings.group_offsets_interval_ms`): they are
-what monitoring reads, and the recorded ones are where a new owner starts.
+what monitoring reads, and the recorded ones are where a new owner starts. A revoke and a graceful stop bring
+the group's up to the recorded ones, and an operator's reset of the group's is told from their lag by the
+metadata this processor commits them with (group_offsets.py).
 """
 
 from __future__ import annotations

@@ -120,10 +120,12 @@ class RecordSender:
                 continue
             await self._append((topic, self._task_of(r.subject)), r.key, r.value, headers)
 
-    async def add_pinned(self, topic: TopicRole, key: bytes, value: bytes, partition: int) -> None:
+    async def add_pinned(
+        self, topic: TopicRole, key: bytes, value: bytes, partition: int, headers: Sequence[Header] = ()
+    ) -> None:
         """Queue one record for an exact partition (a task's own changelog partition), in the batch of the
         records already bound there, so it costs no request of its own."""
-        await self._append((self._topic_of(topic), partition), key, value, [])
+        await self._append((self._topic_of(topic), partition), key, value, list(headers))
 
     async def _append(
         self, route: tuple[str, int], key: bytes | None, value: bytes | None, headers: list[Header]

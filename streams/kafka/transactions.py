@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import IllegalOperation, KafkaError
 
 from engine.runtime import OutputRecord
+from streams.kafka.group_offsets import WRITER_HEADER, marked
 from streams.kafka.task_offsets import encode_task_offsets, task_offsets_key
 from streams.kafka.tasks import RecordSender, TaskProducers, add_partitions_early, retrieve_later
 from streams.metrics import OutputTally
@@ -215,15 +216,16 @@ class TaskTransactions:
 
     async def _send_offsets(self, task: int, opened: _Open, offsets: Offsets) -> None:
         """Put the consumed offsets into the transaction: into the task's changelog partition, with its other
-        records (see task_offsets.py), and when due into the group's offsets (sent now, awaited before the
-        task's first record and at the commit; `KafkaSettings.group_offsets_interval_ms`)."""
+        records (see task_offsets.py), and when due into the group's offsets, marked as this processor's
+        (group_offsets.py; sent now, awaited before the task's first record and at the commit;
+        `KafkaSettings.group_offsets_interval_ms`)."""
         value = encode_task_offsets(offsets)
-        await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task)
+        await opened.sender.add_pinned(TopicRole.CHANGELOG, task_offsets_key(task), value, task, [WRITER_HEADER])
         opened.offsets_recorded = True
         if not self._tasks.group_offsets_due(task):
             return
         opened.group_offsets_at = time.monotonic()
-        sending = opened.producer.send_offsets_to_transaction(offsets, self._group_id)
+        sending = opened.producer.send_offsets_to_transaction(marked(offsets), self._group_id)
         opened.offsets_sent = asyncio.ensure_future(sending)
 
     async def _abort(self, task: int, error: Exception, opened: _Open | None = None) -> None:

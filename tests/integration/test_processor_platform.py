@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from kafka_support import EXAMPLES, KafkaWorld, event, http_get, running, values, wait_for
 
 from engine.inventory import ObjectKey
+from streams.kafka.group_offsets import GROUP_METADATA
 from streams.kafka.tasks import TaskProducers, partition_of
 from streams.replay import Replayer
 from streams.settings import Settings
@@ -299,7 +300,9 @@ async def test_an_idle_processor_brings_the_groups_offsets_up_to_date(world: Kaf
 async def test_a_new_owner_starts_after_the_last_transaction_when_the_group_offset_lags(world: KafkaWorld) -> None:
     """The broker applies a transaction's offsets to the group a moment after the transaction completes; the
     offsets the task's transaction also recorded in its changelog partition keep that batch from running twice.
-    The lag is made lasting here: the group's offset is put back to the start while no member is active."""
+    The lag is made lasting here: the group's offset is put back to the start while no member is active, with
+    the metadata the processor commits with (without it, it would be an operator's reset, which is honoured:
+    test_group_offsets.py)."""
     topics = world.topics
     settings = world.settings(queue_config=EXAMPLES / "queues.yaml")
 
@@ -320,7 +323,7 @@ async def test_a_new_owner_starts_after_the_last_transaction_when_the_group_offs
     await rewinder.start()
     try:
         rewinder.assign([tp])
-        await rewinder.commit({tp: 0})
+        await rewinder.commit({tp: (0, GROUP_METADATA)})
     finally:
         await rewinder.stop()
     assert (await world.committed_offsets(topics.submissions))[task] == 0

@@ -17,6 +17,7 @@ from kafka_support import KafkaWorld, Record, admin_client
 from engine.runtime import OutputRecord
 from localbroker.broker import LocalBroker
 from streams.kafka.admin import create_topics
+from streams.kafka.group_offsets import GROUP_METADATA
 from streams.kafka.task_offsets import decode_task_offsets, is_task_offsets_key
 from streams.kafka.tasks import TaskProducers
 from streams.kafka.transactions import TaskTransactions
@@ -304,10 +305,12 @@ async def test_the_group_offsets_are_committed_once_per_interval_and_the_changel
     settings, producers = await _started(world, group_offsets_interval_ms=600)
     topics = settings.topics
     sent: list[dict[TopicPartition, int]] = []
+    metadata: set[str] = set()
     original = producers.get(0).send_offsets_to_transaction
 
-    async def spy(offsets: dict[TopicPartition, int], group_id: str) -> None:
-        sent.append(dict(offsets))
+    async def spy(offsets: dict[TopicPartition, tuple[int, str]], group_id: str) -> None:
+        sent.append({tp: offset for tp, (offset, _) in offsets.items()})
+        metadata.update(meta for _, meta in offsets.values())
         await original(offsets, group_id)
 
     producers.get(0).send_offsets_to_transaction = spy  # type: ignore[method-assign]
@@ -332,6 +335,7 @@ async def test_the_group_offsets_are_committed_once_per_interval_and_the_changel
         await transactions.commit({0: consumed})
         assert transactions.group_offsets == {0}, "due again after the interval"
         assert sent == [{TopicPartition(topics.submissions, 0): n} for n in (1, 4)]
+        assert metadata == {GROUP_METADATA}, "marked as this processor's commits"
         assert await _committed(world, topics.submissions, {0: 4}) == {0: 4}
     finally:
         await producers.stop_all()
