@@ -51,7 +51,7 @@ from streams.settings import KafkaSettings, Settings, TopicNames
 from streams.tuning import tune_garbage_collector
 from topics.names import TopicRole
 
-__all__ = ["engine_only", "main", "through_kafka"]
+__all__ = ["decided_bytes", "engine_only", "main", "published_bytes", "through_kafka"]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -86,6 +86,17 @@ def _decisions(outputs: list[OutputRecord]) -> dict[str, bytes]:
 def _clusters_of(value: bytes) -> frozenset[str]:
     data = orjson.loads(value)["data"]
     return frozenset(d["clusterName"] for p in data["placementDecisions"] for d in p["status"]["decisions"])
+
+
+def decided_bytes(outputs: list[OutputRecord]) -> int:
+    """The least the changed decisions among `outputs` need: per decision its key and its clusters' names as a
+    JSON list. What a change publishes is judged against it."""
+    return sum(len(key) + len(orjson.dumps(sorted(_clusters_of(value)))) for key, value in _decisions(outputs).items())
+
+
+def published_bytes(outputs: list[OutputRecord]) -> int:
+    """Keys and values of every record a change publishes (decisions and changelog)."""
+    return sum(len(r.key or b"") + len(r.value or b"") for r in outputs)
 
 
 class _Tally:
@@ -166,6 +177,8 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
         figures[f"{label}: decisions changed"] = len(_decisions(outputs))
         figures[f"{label}: events published"] = cluster_engine.published - published
         figures[f"{label}: output MB"] = round(sum(len(r.value or b"") for r in outputs) / 1e6, 1)
+        figures[f"{label}: published bytes (keys and values)"] = published_bytes(outputs)
+        figures[f"{label}: decided-cluster bytes (keys and names)"] = decided_bytes(outputs)
         figures[f"{label}: engine s"] = round(took, 4)
         if len(outputs) > len(heaviest):
             heaviest = outputs

@@ -318,6 +318,38 @@ def _print_profile(profile: cProfile.Profile) -> None:
     print(out.getvalue())
 
 
+def value_size(workload: Workload) -> int:
+    """The mean bytes of a submission's value: the pass-through moves records of this size."""
+    return round(sum(len(orjson.dumps(workload.submission(i)[1])) for i in range(100)) / 100)
+
+
+async def against_ceiling(
+    bootstrap: str,
+    workload: Workload,
+    config: Path,
+    repeat: int,
+    *,
+    batch: int = 1000,
+    profile: cProfile.Profile | None = None,
+    latency: bool = True,
+) -> tuple[list[float], list[float], dict[str, float | str]]:
+    """Kafka placements/s and the pass-through ceiling (same records, task partitions and value size) run
+    alternately `repeat` times on one broker: (placements/s per run, ceiling records/s per run, the last Kafka
+    run's figures, with its latency when `latency`)."""
+    placements: list[float] = []
+    ceilings: list[float] = []
+    kafka: dict[str, float | str] = {}
+    for attempt in range(repeat):
+        last = attempt == repeat - 1
+        kafka = await measure_kafka(bootstrap, workload, config, profile if last else None, latency=latency and last)
+        placements.append(float(kafka["kafka placements/s"]))
+        ceiling = await passthrough.measure(
+            bootstrap, workload.records, workload.task_partitions, value_size(workload), batch
+        )
+        ceilings.append(float(ceiling["pass-through records/s"]))
+    return placements, ceilings, kafka
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=20_000)
@@ -330,7 +362,6 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the in-process processor (Kafka phase)")
     args = parser.parse_args()
     workload = Workload(args.records, args.partitions, args.keys_per_partition, args.users)
-    size = round(sum(len(orjson.dumps(workload.submission(i)[1])) for i in range(100)) / 100)
 
     with tempfile.TemporaryDirectory(prefix="bench-queues-") as scratch:
         config = Path(scratch) / "queues.yaml"
@@ -340,22 +371,15 @@ def main() -> None:
             "task partitions": workload.task_partitions,
             "yunikorn partitions": len(workload.partitions),
             "users": workload.users,
-            "value bytes": size,
+            "value bytes": value_size(workload),
         }
         profile = cProfile.Profile() if args.profile else None
 
         async def run() -> None:
-            placements: list[float] = []
-            ceilings: list[float] = []
             with kafka_broker() as bootstrap:
-                for attempt in range(args.repeat):
-                    last = attempt == args.repeat - 1
-                    kafka = await measure_kafka(bootstrap, workload, config, profile if last else None, latency=last)
-                    placements.append(float(kafka["kafka placements/s"]))
-                    ceiling = await passthrough.measure(
-                        bootstrap, workload.records, workload.task_partitions, size, args.batch
-                    )
-                    ceilings.append(float(ceiling["pass-through records/s"]))
+                placements, ceilings, kafka = await against_ceiling(
+                    bootstrap, workload, config, args.repeat, batch=args.batch, profile=profile
+                )
             figures.update(kafka)
             figures["kafka placements/s"] = round(statistics.median(placements))
             figures["kafka placements/s, each run"] = " ".join(str(round(x)) for x in placements)

@@ -256,10 +256,10 @@ class WarningInfo(TypedDict):
 
 
 class PlacementDecided(EventData):
-    """The whole decision of one placement: every page, every group, status and scores."""
+    """The whole decision of one placement: every page, every group, status and the selected clusters' scores."""
 
     JSON_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"placement_decisions", "decision_groups", "scores", "warning", "prioritizers", "filtered_by"}
+        {"placement_decisions", "decision_groups", "scores", "warning", "passing_scores", "prioritizers", "filtered_by"}
     )
 
     namespace: str
@@ -270,9 +270,20 @@ class PlacementDecided(EventData):
     decision_groups: list[DecisionGroupStatus] = Field(default_factory=list)
     number_of_selected_clusters: int = 0
     conditions: list[Condition] = Field(default_factory=list)
-    scores: dict[str, int] = Field(default_factory=dict)
+    scores: dict[str, int] = Field(
+        default_factory=dict,
+        description="Weighted total of each selected cluster, by name; empty when scheduling stopped on a "
+        "misconfiguration or selected nothing. Events written by earlier versions also hold the clusters that "
+        "passed the filters but were not selected.",
+    )
+    """Spec K3: what was decided only, so an event grows with the decision, not with the fleet."""
     warning: WarningInfo | None = None
     deleted: bool = False
+    passing_scores: dict[str, int] | None = Field(
+        default=None,
+        description="Explain only: weighted total of every cluster that passed both filters, selected or not.",
+    )
+    """Explain only (spec K4)."""
     prioritizers: list[PrioritizerExplain] | None = None
     """Explain only (spec K4): each enabled prioritizer in order, with its raw scores."""
     filtered_by: dict[str, str] | None = None

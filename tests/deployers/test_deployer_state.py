@@ -27,8 +27,8 @@ def page(name: str, clusters: list[str], group: str = "") -> dict[str, Any]:
     }
 
 
-def placement(*pages: dict[str, Any], deleted: bool = False) -> bytes:
-    data = {"namespace": "apps", "name": "web", "placementDecisions": list(pages), "deleted": deleted}
+def placement(*pages: dict[str, Any], deleted: bool = False, **more: Any) -> bytes:
+    data = {"namespace": "apps", "name": "web", "placementDecisions": list(pages), "deleted": deleted, **more}
     return event("placement.decided.v1", data)
 
 
@@ -73,6 +73,16 @@ Record = tuple[str, bytes | None]
             ],
             {WEB: ["c3"]},
             2,
+        ),
+        # an event from before decisions carried the selected clusters' scores only (every passing cluster's),
+        # then the same decision from the upgraded processor: scores are not deployed, so nothing changes
+        (
+            [
+                (WEB, placement(page("web-decision-1", ["c1"]), scores={"c1": 200, "c2": 150, "c3": -100})),
+                (WEB, placement(page("web-decision-1", ["c1"]), scores={"c1": 200})),
+            ],
+            {WEB: ["c1"]},
+            1,
         ),
         # deleted: true, then the tombstone (which then changes nothing)
         ([(WEB, placement(page("p", ["c1"]))), (WEB, placement(deleted=True)), (WEB, None)], {}, 2),

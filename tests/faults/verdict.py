@@ -52,7 +52,7 @@ __all__ = ["Output", "Verdict", "compare", "read_committed", "replay"]
 APPLICATION_TYPES = ("application.placed.v1", "application.rejected.v1")
 PLACEMENT_TYPE = "placement.decided.v1"
 _VOLATILE = frozenset({"lastTransitionTime"})
-_UNCOMPARED = frozenset({"generation", "evaluationTime", "scores", "prioritizers", "filteredBy"})
+_UNCOMPARED = frozenset({"generation", "evaluationTime", "scores", "passingScores", "prioritizers", "filteredBy"})
 
 
 @dataclass(frozen=True, slots=True)

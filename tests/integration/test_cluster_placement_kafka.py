@@ -306,7 +306,7 @@ async def test_e_explain_shows_which_filter_removed_each_cluster(
         ("Steady", 1),
         ("ResourceAllocatableCPU", 2),
     ]
-    assert set(report["aggregatedScores"]) == {"c1"}
+    assert set(report["passingScores"]) == {"c1"}
     assert report["selected"] == ["c1"]
     assert missing_status == 404
 

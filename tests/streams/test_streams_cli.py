@@ -42,6 +42,9 @@ def test_explain_names_the_filter_that_removed_each_cluster(
     last_step = report["filteredPipelineResults"][-1]["filteredClusters"]
     assert not set(removed_by_taint) & set(last_step)
     assert not set(removed_by_taint) & set(report["selected"])
+    passing = report["passingScores"]  # every cluster that passed both filters, best first (K4)
+    assert set(passing) == set(last_step) and set(report["selected"]) <= set(passing)
+    assert list(passing.values()) == sorted(passing.values(), reverse=True)
     names = {p["name"] for p in report["prioritizeResults"]}
     assert {"Balance", "Steady", "ResourceAllocatableCPU"} <= names
 

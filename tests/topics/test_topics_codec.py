@@ -98,8 +98,9 @@ _PAGE = {
             "conditions": [
                 {"type": "PlacementSatisfied", "status": "True", "reason": "AllDecisionsScheduled", "message": "m"}
             ],
-            "scores": {"c1": 200, "c2": -100},
+            "scores": {"c1": 200},
             "warning": {"plugin": "AddOn/a/b", "message": "expired"},
+            "passingScores": {"c1": 200, "c2": -100},
             "prioritizers": [{"name": "Balance", "weight": 1, "scores": {"c1": 100}}],
             "filteredBy": {"c3": "TaintToleration"},
         },

@@ -20,10 +20,10 @@ SCHEMAS = all_event_schemas()
 EXAMPLE_VALUES = [orjson.loads(line)["value"] for line in (EXAMPLES / "events.jsonl").read_bytes().splitlines()]
 
 
-def replayed_values() -> list[dict[str, Any]]:
+def replayed_values(settings: Settings | None = None) -> list[dict[str, Any]]:
     out = io.BytesIO()
     lines = [*(EXAMPLES / "events.jsonl").read_bytes().splitlines(), b'{"timestamp": "2026-11-23T10:01:00Z"}']
-    Replayer(Settings(), out, queue_config=EXAMPLES / "queues.yaml").run(lines)
+    Replayer(settings or Settings(), out, queue_config=EXAMPLES / "queues.yaml").run(lines)
     records = [orjson.loads(line) for line in out.getvalue().splitlines()]
     return [r["value"] for r in records if r["topic"] != "placement.state-changelog" and r["value"] is not None]
 
@@ -80,3 +80,32 @@ def changed(**fields: Any) -> dict[str, Any]:
 def test_a_broken_record_fails_its_schema(value: dict[str, Any], wire_type: str | None, problem: str) -> None:
     found = errors(value, wire_type)
     assert any(problem in text for text in found), found
+
+
+EXPLAINED = [
+    v for v in replayed_values(Settings(explain=["Placement/apps/web"])) if v["type"] == "placement.decided.v1"
+]
+
+
+def test_explained_decisions_carry_every_passing_score_and_validate() -> None:
+    """K4: passingScores is explain data, the selected clusters' scores are among them (K3)."""
+    assert EXPLAINED
+    for value in EXPLAINED:
+        data = value["data"]
+        assert set(data["scores"]) <= set(data["passingScores"]), data
+        assert all(data["passingScores"][name] == total for name, total in data["scores"].items())
+        assert errors(value) == []
+
+
+def test_the_schema_says_what_each_score_field_holds() -> None:
+    fields = SCHEMAS["placement.decided.v1"]["properties"]["data"]["properties"]
+    assert "selected cluster" in fields["scores"]["description"]
+    assert "Explain only" in fields["passingScores"]["description"]
+    assert {"type": "object", "additionalProperties": {"type": "integer"}} in fields["passingScores"]["anyOf"]
+
+
+def test_a_decision_written_before_scores_were_of_the_selected_clusters_only_validates() -> None:
+    """Events on the compacted decisions topic from earlier versions hold every passing cluster's score."""
+    value = next(v for v in replayed_values() if v["type"] == "placement.decided.v1")
+    old = {**value, "data": {**value["data"], "scores": {**value["data"]["scores"], "not-selected": -100}}}
+    assert errors(old) == []

@@ -1,7 +1,8 @@
 """Explain data (spec K4, decided item 1): why each cluster was removed, scored and chosen.
 
 The shape follows upstream's scheduling debug endpoint: filter pipeline results, prioritizer results, and
-the aggregated scores, plus the resulting decision and status for a CLI to print as JSON.
+every passing cluster's total (`passingScores`, which the decision event leaves out: K3), plus the resulting
+decision and status for a CLI to print as JSON.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def explain_evaluation(
         "prioritizeResults": [
             {"name": p.name, "weight": p.weight, "scores": dict(p.scores)} for p in evaluation.prioritizers
         ],
-        "aggregatedScores": {name: evaluation.scores[name] for name in evaluation.ranked()},
+        # best first, where a reader looks for the cut
+        "passingScores": {name: evaluation.passing_scores[name] for name in evaluation.ranked()},
         "selected": list(evaluation.selected),
         "status": {
             "code": evaluation.status.code.value,

@@ -58,15 +58,23 @@ class Evaluation:
     removals: list[tuple[str, Ids, Ids]] = field(default_factory=list)
     """(filter, its candidates, those that passed) of every filter that removed any, as fleet ids."""
     prioritizers: list[PrioritizerScores] = field(default_factory=list)
+    explained: bool = False
+    """Evaluated with explain data (K4): every prioritizer's raw scores and every passing cluster's total."""
     passed_ids: Ids = field(default_factory=lambda: _NO_IDS)
     """The clusters that passed both filters, as fleet ids (empty when the evaluation failed)."""
     totals: NDArray[np.int64] = field(default_factory=lambda: _NO_TOTALS)
-    """Their weighted totals, aligned with `passed_ids`."""
+    """Their weighted totals, aligned with `passed_ids`. Without explain, a spread placement's unselected
+    clusters lack their closing-pass spread score (S31): only the selected totals are published then."""
     _scores: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _passing: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     selected: list[str] = field(default_factory=list)
     """Selected clusters: in rank order (score desc, name asc) when numberOfClusters is set, else by name."""
     selected_ids: Ids = field(default_factory=lambda: _NO_IDS)
     """The selected clusters as fleet ids, ascending (name order)."""
+    selected_totals: NDArray[np.int64] = field(default_factory=lambda: _NO_TOTALS)
+    """Their weighted totals, aligned with `selected_ids`."""
+    selected_by_name: list[str] = field(default_factory=list)
+    """The selected clusters' names in name order (the order of `selected_ids`)."""
     unscheduled: int = 0
     blocked: str = ""
     """Why the spread loop stopped short of numberOfClusters, when a skew limit stopped it (else empty)."""
@@ -80,15 +88,22 @@ class Evaluation:
 
     @property
     def scores(self) -> dict[str, int]:
-        """Weighted totals of the clusters that passed both filters, by name (spec K3); built when first read,
-        since only a published or explained evaluation needs them."""
+        """Weighted totals of the selected clusters, by name (spec K3): a decision grows with what was decided,
+        not with the fleet. Built when first read, since only a published or explained evaluation needs them."""
         if self._scores is None:
-            if self.passed_ids is self.selected_ids:  # everything passed was selected, in name order
-                names = self.selected
-            else:
-                names = [] if self.fleet is None else self.fleet.names_of(self.passed_ids)
-            self._scores = dict(zip(names, self.totals.tolist(), strict=True))
+            self._scores = dict(zip(self.selected_by_name, self.selected_totals.tolist(), strict=True))
         return self._scores
+
+    @property
+    def passing_scores(self) -> dict[str, int]:
+        """Weighted totals of every cluster that passed both filters, by name (explain data, K4); ValueError for
+        an evaluation without explain, whose unselected totals are not all complete (see `totals`)."""
+        if not self.explained:
+            raise ValueError("passing scores are explain data: evaluate with explain")
+        if self._passing is None:
+            names = [] if self.fleet is None else self.fleet.names_of(self.passed_ids)
+            self._passing = dict(zip(names, self.totals.tolist(), strict=True))
+        return self._passing
 
     @property
     def warning(self) -> PluginStatus | None:
@@ -105,8 +120,9 @@ class Evaluation:
         return out
 
     def ranked(self) -> list[str]:
-        """Every cluster that passed the filters, by (score desc, name asc)."""
-        return sorted(self.scores, key=lambda name: (-self.scores[name], name))
+        """Every cluster that passed the filters, by (score desc, name asc); explain only, as `passing_scores`."""
+        passing = self.passing_scores
+        return sorted(passing, key=lambda name: (-passing[name], name))
 
 
 def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None:
@@ -165,10 +181,11 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         return
     result.passed_ids, result.totals = candidates, totals
     if wanted is None:  # everything is selected: rank order is not needed, keep name order
-        result.selected, result.selected_ids = fleet.names_of(candidates), candidates
+        result.selected, result.selected_ids, result.selected_totals = fleet.names_of(candidates), candidates, totals
     else:  # a stable sort keeps ties in name order (G1)
-        chosen = candidates[np.argsort(-totals, kind="stable")[:wanted]]
-        result.selected, result.selected_ids = fleet.names_of(chosen), np.sort(chosen)
+        picked = np.argsort(-totals, kind="stable")[:wanted]
+        result.selected = fleet.names_of(candidates[picked])
+        _keep_selected(result, candidates, totals, picked)
     result.unscheduled = 0 if wanted is None else wanted - len(result.selected)
     result.status = final
 
@@ -178,10 +195,11 @@ def _select_spread(ctx: EvalContext, result: Evaluation, candidates: Ids, base: 
     selection order when numberOfClusters is set (it is not shown: groups are by name), else in name order."""
     fleet, terms = ctx.fleet, ctx.compiled.spread.terms
     wanted = ctx.placement.spec.number_of_clusters
-    chosen = select(terms, build_topologies(ctx.view, terms, candidates), base, weight, wanted)
+    # the closing pass scores the unselected candidates, which only explain shows (K3, K4)
+    chosen = select(terms, build_topologies(ctx.view, terms, candidates), base, weight, wanted, close=ctx.explain)
     result.passed_ids, result.totals = candidates, base + weight * chosen.spread
     picked = candidates[chosen.picked]
-    result.selected_ids = np.sort(picked)
+    _keep_selected(result, candidates, result.totals, np.asarray(chosen.picked, dtype=np.intp))
     result.selected = fleet.names_of(picked if wanted is not None else result.selected_ids)
     result.unscheduled = 0 if wanted is None else wanted - len(picked)
     if chosen.blocked is not None and result.unscheduled:
@@ -193,11 +211,17 @@ def _select_spread(ctx: EvalContext, result: Evaluation, candidates: Ids, base: 
         result.prioritizers[at] = PrioritizerScores(SPREAD, weight, scores)
 
 
+def _keep_selected(result: Evaluation, candidates: Ids, totals: NDArray[np.int64], picked: NDArray[np.intp]) -> None:
+    """The selected clusters (`picked`: positions in `candidates`) as ascending ids and their totals."""
+    at = np.sort(picked)
+    result.selected_ids, result.selected_totals = candidates[at], totals[at]
+
+
 def evaluate(ctx: EvalContext) -> Evaluation:
     """Run the whole pipeline; raises views.EvaluationError when it cannot run at all (spec C3)."""
     placement, view = ctx.placement, ctx.view
     spec = placement.spec
-    result = Evaluation()
+    result = Evaluation(explained=ctx.explain)
     bound = view.bound_sets(placement.metadata.namespace)
     result.has_bindings = bool(bound)
     wanted_sets = set(spec.cluster_sets)
@@ -209,8 +233,10 @@ def evaluate(ctx: EvalContext) -> Evaluation:
     if result.status.failed:
         result.selected, result.selected_ids, result.unscheduled, result.blocked = [], result.selected_ids[:0], 0, ""
         result.passed_ids, result.totals = result.passed_ids[:0], result.totals[:0]
+        result.selected_totals = result.selected_totals[:0]
     # rank order only when numberOfClusters cut it; ascending ids are name order
     in_name_order = result.selected if spec.number_of_clusters is None else ctx.fleet.names_of(result.selected_ids)
+    result.selected_by_name = in_name_order
 
     groups, group_status = build_groups(spec.decision_strategy.group_strategy, ctx.compiled, in_name_order, view)
     if group_status.failed:

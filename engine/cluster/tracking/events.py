@@ -108,13 +108,16 @@ def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
 def decided_event(
     namespace: str, name: str, published: Published, evaluation: Evaluation, *, explain: bool
 ) -> PlacementDecided:
-    """The whole decision as one event; explain data only when requested (K4)."""
+    """The whole decision as one event: the selected clusters' scores (K3); the passing clusters' scores and the
+    other explain data only when requested (K4)."""
     warning: WarningInfo | None = None
     if published.warning is not None:
         warning = {"plugin": published.warning[0], "message": published.warning[1]}
+    passing_scores: dict[str, int] | None = None
     prioritizers: list[PrioritizerExplain] | None = None
     filtered_by: dict[str, str] | None = None
     if explain:
+        passing_scores = evaluation.passing_scores
         prioritizers = [{"name": p.name, "weight": p.weight, "scores": dict(p.scores)} for p in evaluation.prioritizers]
         filtered_by = dict(evaluation.filtered_by)
     # Built from trusted values only: skip validation, which would dominate the cost for large decisions.
@@ -127,9 +130,10 @@ def decided_event(
         decision_groups=group_statuses(published.pages),
         number_of_selected_clusters=published.selected,
         conditions=list(published.conditions),
-        scores=evaluation.scores,  # built for this event (the evaluation keeps it only to answer again)
+        scores=evaluation.scores,  # the selected clusters only (K3); built for this event
         warning=warning,
         deleted=False,
+        passing_scores=passing_scores,
         prioritizers=prioritizers,
         filtered_by=filtered_by,
     )

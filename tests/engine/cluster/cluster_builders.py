@@ -193,27 +193,19 @@ def run(
 ) -> Evaluation:
     """Evaluate one placement purely, as the conformance harness does.
 
-    It is evaluated twice: with explain data (every prioritizer's raw scores, returned) and as the service
-    evaluates without explain, where some prioritizers add into the totals directly. Both must agree.
+    It is evaluated twice: with explain data (every prioritizer's raw scores and every passing cluster's total,
+    returned) and as the service evaluates without explain, where some prioritizers add into the totals directly
+    and a spread placement's unselected clusters are not scored. Both must agree on what a decision carries: the
+    selected clusters and their totals (K3), which are the explained totals of those clusters.
     """
-    inventory = world if isinstance(world, Inventory) else world.inventory(now)
     results = [
-        evaluate(
-            EvalContext(
-                placement=placement,
-                view=InventoryView(inventory),
-                now=now,
-                current=frozenset(current),
-                others=MappingCounts(dict(balance or {})),
-                compiled=compile_placement(placement),
-                explain=explain,
-            )
-        )
+        evaluated(world, placement, now=now, current=current, balance=balance, explain=explain)
         for explain in (True, False)
     ]
     explained, plain = results
     assert plain.scores == explained.scores
     assert list(plain.scores) == list(explained.scores)
+    assert explained.scores == {name: explained.passing_scores[name] for name in sorted(explained.selected)}
     assert (plain.selected, plain.pages, plain.status, plain.due) == (
         explained.selected,
         explained.pages,
@@ -221,6 +213,30 @@ def run(
         explained.due,
     )
     return explained
+
+
+def evaluated(
+    world: World | Inventory,
+    placement: Placement,
+    *,
+    now: datetime = NOW,
+    current: Sequence[str] = (),
+    balance: Mapping[str, int] | None = None,
+    explain: bool = False,
+) -> Evaluation:
+    """One evaluation of one placement, with or without explain data."""
+    inventory = world if isinstance(world, Inventory) else world.inventory(now)
+    return evaluate(
+        EvalContext(
+            placement=placement,
+            view=InventoryView(inventory),
+            now=now,
+            current=frozenset(current),
+            others=MappingCounts(dict(balance or {})),
+            compiled=compile_placement(placement),
+            explain=explain,
+        )
+    )
 
 
 def decided(evaluation: Evaluation) -> list[str]:

@@ -3,6 +3,7 @@ keeps what was published."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 from cluster_builders import NOW, World, a_cluster
 
 from engine.cluster import ClusterPlacementEngine, PlacementState
+from engine.cluster.pipeline.groups import Page
+from engine.cluster.tracking.state import DECISION_PART, Published
 from engine.core import Emit, EngineContext, EngineSettings
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import decode_event, encode_event
@@ -47,6 +50,20 @@ class Driver:
             self.states[key] = state
         self.engine.track(key, state)
         self.published += [(key, e) for e in emits]
+
+    def hold(self, placement: Placement, clusters: Sequence[str]) -> None:
+        """Start from `clusters` as the placement's current decision (D10), published without conditions, so the
+        next decision is published whatever it decides (K2)."""
+        page = Page(f"{placement.metadata.name}-decision-1", "", 0, tuple(sorted(clusters)))
+        published = Published((page,), len(clusters), (), None, placement.metadata.generation, self.now)
+        self._commit(key_of(placement), PlacementState(placement, published), ())
+
+    def decided_elsewhere(self, counts: Mapping[str, int]) -> None:
+        """Balance's input: cluster c is decided by `counts[c]` placements of another instance (F2)."""
+        for i in range(max(counts.values(), default=0)):
+            clusters = sorted(name for name, count in counts.items() if count > i)
+            raw = {"published": {"pages": [[f"other{i}-decision-1", "", 0, clusters]]}}
+            self.engine.observe_peer(f"Placement/elsewhere/other{i}", DECISION_PART, raw)
 
     def apply(self, placement: Placement) -> list[Emit]:
         key = key_of(placement)

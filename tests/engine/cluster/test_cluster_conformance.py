@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 from cluster_builders import ClusterBuilder, World, a_cluster, a_placement, condition, decided, run, ts
+from cluster_engine_driver import Driver, clusters, data, key_of
 
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.pipeline.status import Code
+from engine.core import EngineSettings
+from topics.placement import Placement
 
 CASES: list[dict[str, Any]] = json.loads((Path(__file__).parent / "cluster_conformance_cases.json").read_text())
 
@@ -37,14 +40,17 @@ def _world(case: dict[str, Any]) -> World:
     return world
 
 
+def _placement(case: dict[str, Any]) -> Placement:
+    spec = case["placement"]
+    return a_placement(
+        spec["spec"], name=spec["name"], namespace=spec["namespace"], annotations=spec.get("annotations")
+    )
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_cluster_conformance_case(case: dict[str, Any]) -> None:
     now = ts(case["at"])
-    spec = case["placement"]
-    placement = a_placement(
-        spec["spec"], name=spec["name"], namespace=spec["namespace"], annotations=spec.get("annotations")
-    )
-    result = run(_world(case), placement, now=now, current=case["current"], balance=case["balance"])
+    result = run(_world(case), _placement(case), now=now, current=case["current"], balance=case["balance"])
     want = case["want"]
     if "clusters" in want:
         assert decided(result) == want["clusters"]
@@ -60,8 +66,9 @@ def test_cluster_conformance_case(case: dict[str, Any]) -> None:
         assert status == ("True" if want["misconfigured"]["status"] else "False")
         assert message == want["misconfigured"].get("message", message)
         assert message.startswith(want["misconfigured"].get("messagePrefix", ""))
-    if "totals" in want:
-        assert result.scores == want["totals"]
+    if "totals" in want:  # every passing cluster's total is explain data (K4); the decision's are the selected
+        assert result.passing_scores == want["totals"]
+        assert result.scores == {name: want["totals"][name] for name in sorted(result.selected)}
     if "ranked" in want:
         assert result.ranked() == want["ranked"]
     if "prioritizers" in want:
@@ -91,3 +98,26 @@ def test_cluster_conformance_case(case: dict[str, Any]) -> None:
         assert got_groups == want["groups"]
     if "pages" in want:
         assert [[p.name, p.group_index, p.group_name, list(p.clusters)] for p in result.pages] == want["pages"]
+
+
+SCORED = [c for c in CASES if "totals" in c["want"]]
+
+
+@pytest.mark.parametrize("explain", [False, True], ids=["decision", "explained"])
+@pytest.mark.parametrize("case", SCORED, ids=[c["id"] for c in SCORED])
+def test_cluster_conformance_scores_in_the_published_event(case: dict[str, Any], explain: bool) -> None:
+    """Through the engine: the event carries the selected clusters' totals (K3), and only when explain is
+    requested every passing cluster's total (K4). A case's current decisions are held as published (D10), its
+    Balance counts as other placements' decisions."""
+    placement = _placement(case)
+    settings = EngineSettings(explain=frozenset({key_of(placement)}) if explain else frozenset())
+    driver = Driver(_world(case), settings, now=ts(case["at"]))
+    driver.decided_elsewhere(case["balance"])
+    if case["current"]:
+        driver.hold(placement, case["current"])
+    event = data(driver.apply(placement)[0])  # the evaluation of the case, before any follow-up (L5)
+    want, totals = case["want"], case["want"]["totals"]
+    assert clusters(event) == want["clusters"]
+    assert event.scores == {name: totals[name] for name in sorted(want["clusters"])}
+    assert list(event.scores) == sorted(event.scores)
+    assert event.passing_scores == (totals if explain else None)

@@ -54,9 +54,11 @@ def test_cluster_engine_first_evaluation_publishes_whole_decision() -> None:
         ("PlacementMisconfigured", "False", "Succeedconfigured", NOW),
         ("PlacementSatisfied", "True", "AllDecisionsScheduled", NOW),
     ]
-    assert event.scores == {"c1": 100, "c2": 100, "c3": 100}  # the evaluation that made the published decision
+    assert event.scores == {"c1": 100, "c2": 100}  # the selected clusters only (K3): c3 passed, not selected
     assert event.warning is None and event.prioritizers is None and event.filtered_by is None
+    assert event.passing_scores is None
     assert "prioritizers" not in wire and wire["placementDecisions"][0]["kind"] == "PlacementDecision"
+    assert "passingScores" not in wire
 
 
 def test_cluster_engine_publishes_only_changes() -> None:
@@ -264,9 +266,28 @@ def test_cluster_engine_explain_in_event_and_function() -> None:
         {"name": "Predicate", "filteredClusters": ["c1", "c3"]},
         {"name": "Predicate,TaintToleration", "filteredClusters": ["c1"]},
     ]
-    assert doc["aggregatedScores"] == {"c1": 200}
+    assert doc["passingScores"] == {"c1": 200}
     assert doc["prioritizeResults"][1] == {"name": "Steady", "weight": 1, "scores": {"c1": 100}}
     assert driver.engine.explain(key, driver.states[key], driver.ctx())["selected"] == ["c1"]
+
+
+@pytest.mark.parametrize("explained", [False, True])
+def test_cluster_engine_passing_scores_are_explain_data(explained: bool) -> None:
+    """K3/K4: the decision carries the selected clusters' totals; every passing cluster's total only with explain,
+    where the explain document ranks them."""
+    world = one_set_world(*SIZED)
+    placement = a_placement({"numberOfClusters": 2, "prioritizerPolicy": {"configurations": [_CPU]}})
+    key = key_of(placement)
+    driver = Driver(world, settings=EngineSettings(explain=frozenset({key}) if explained else frozenset()))
+    event = data(driver.apply(placement)[0])
+    # Balance 100 + Steady 0 + CPU 4, 16, 8, 32 cores normalised to -100..100, truncated (F4)
+    passing = {"c1": 0, "c2": 86, "c3": 29, "c4": 200}
+    assert clusters(event) == ["c2", "c4"]
+    assert event.scores == {"c2": 86, "c4": 200}
+    assert event.passing_scores == (passing if explained else None)
+    assert ("passingScores" in dump_model(event)) is explained
+    doc = driver.engine.explain(key, driver.states[key], driver.ctx())  # now Steady gives c2 and c4 100 more
+    assert list(doc["passingScores"].items()) == [("c4", 300), ("c2", 186), ("c3", 29), ("c1", 0)]
 
 
 def test_cluster_engine_misconfigured_publishes_one_empty_page() -> None:

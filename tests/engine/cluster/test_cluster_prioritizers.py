@@ -133,7 +133,7 @@ def test_cluster_resource_formula(allocatable: dict[str, str], expected: dict[st
     for builtin in ("ResourceAllocatableCPU", "ResourceAllocatableMemory"):
         result = run(one_set_world(*clusters), a_placement(_policy(_builtin(builtin), mode="Exact")))
         assert result.prioritizers[0].scores == expected
-        assert result.scores == {**dict.fromkeys(("c1", "c2", "c3"), 0), **expected}
+        assert result.passing_scores == {**dict.fromkeys(("c1", "c2", "c3"), 0), **expected}
 
 
 def test_cluster_resource_requires_capacity() -> None:
@@ -159,7 +159,7 @@ def test_cluster_steady_keeps_current_decisions(current: list[str], scores: dict
     """Only held candidates move; a held cluster that is no longer a candidate gets no score."""
     result = run(one_set_world(*THREE), a_placement({"numberOfClusters": 1}), current=current)
     assert decided(result) == (["c3"] if current[:1] == ["c3"] else ["c1"])
-    assert result.scores == scores
+    assert result.passing_scores == scores
 
 
 @pytest.mark.parametrize(
@@ -187,7 +187,7 @@ def test_cluster_weight_misconfigurations(spec: dict[str, Any], message: str) ->
     result = run(one_set_world(*THREE), a_placement(spec))
     assert condition(result, MISCONFIGURED) == ("True", "Misconfigured", message)
     assert decided(result) == []
-    assert result.scores == {}
+    assert result.scores == result.passing_scores == {}
     assert condition(result, SATISFIED)[1] == "NoManagedClusterMatched"
 
 
@@ -219,7 +219,8 @@ def test_cluster_negative_weights_and_tie_break_by_name() -> None:
     )
     assert result.ranked() == ["cluster10", "cluster2", "x"]
     assert result.selected == ["cluster10", "cluster2"]
-    assert result.scores["x"] == -300
+    assert result.passing_scores["x"] == -300
+    assert result.scores == {"cluster10": 0, "cluster2": 0}
 
 
 def test_cluster_addon_scores_and_expiry_warning() -> None:
@@ -231,7 +232,7 @@ def test_cluster_addon_scores_and_expiry_warning() -> None:
     spec = _policy(_addon("res", "s", 2), _addon("other", "s"), mode="Exact")
     result = run(world, a_placement(spec))
     assert result.prioritizers[0].scores == {"c1": 30, "c2": 0, "c3": 5, "c4": 0}
-    assert result.scores == {"c1": 60, "c2": 0, "c3": 10, "c4": 0}
+    assert result.scores == result.passing_scores == {"c1": 60, "c2": 0, "c3": 10, "c4": 0}
     assert result.status.code is Code.WARNING
     assert (result.status.plugin, result.status.message) == ("AddOn/other/s", "AddOnPlacementScores c4/other expired")
     assert condition(result, MISCONFIGURED)[0] == "False"
@@ -306,10 +307,11 @@ def test_cluster_scores_and_selection_match_the_formulas_written_out(seed: int) 
         spec["numberOfClusters"] = wanted
     result = run(one_set_world(*clusters), a_placement(spec), current=sorted(current), balance=counts)
     expected = _oracle_totals(allocatable, counts, current, weights)
-    assert result.scores == expected
-    assert list(result.scores) == sorted(expected)
+    assert result.passing_scores == expected
+    assert list(result.passing_scores) == sorted(expected)
     ranked = sorted(expected, key=lambda name: (-expected[name], name))
     assert result.selected == (sorted(expected) if wanted is None else ranked[:wanted])
+    assert result.scores == {name: expected[name] for name in sorted(result.selected)}
     assert decided(result) == sorted(result.selected)
 
 

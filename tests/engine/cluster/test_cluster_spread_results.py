@@ -111,7 +111,7 @@ def test_explain_lists_spread_at_its_place_and_the_filter() -> None:
     assert result.selected == ["a1", "a2", "b1"]
     assert result.ranked() == ["b1", "a1", "a2"]
     assert spread_scores(result) == {"a1": 0, "a2": 0, "b1": 100}  # step 2: a2 -100, b1 100; step 3: a2 alone
-    assert result.scores == {"a1": 100, "a2": 100, "b1": 300}
+    assert result.scores == result.passing_scores == {"a1": 100, "a2": 100, "b1": 300}
 
 
 def test_decision_groups_follow_names_not_selection_order() -> None:
@@ -170,7 +170,7 @@ def test_many_classes_take_the_same_steps(world: World, spec: dict[str, Any], mo
     few = run(world, a_placement(spec))
     monkeypatch.setattr(selection, "_FEW", 0)
     many = run(world, a_placement(spec))
-    assert (many.selected, many.scores, many.conditions) == (few.selected, few.scores, few.conditions)
+    assert (many.selected, many.passing_scores, many.conditions) == (few.selected, few.passing_scores, few.conditions)
 
 
 @pytest.mark.parametrize(
@@ -187,6 +187,6 @@ def test_valid_terms_with_no_candidate_left() -> None:
     no_match = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"zone": "none"}}}}]
     for spec in (spread(HARD, predicates=no_match), spread(zone(), numberOfClusters=1, predicates=no_match)):
         result = run(_sized(a=1, b=1), a_placement(spec))
-        assert decided(result) == [] and result.scores == {}
+        assert decided(result) == [] and result.scores == result.passing_scores == {}
         assert condition(result, MISCONFIGURED)[0] == "False"
         assert condition(result, SATISFIED)[1] == "NoManagedClusterMatched"

@@ -16,6 +16,7 @@ from cluster_builders import (
     a_placement,
     condition,
     decided,
+    evaluated,
     one_set_world,
     run,
 )
@@ -67,8 +68,13 @@ def test_enhancement_worked_example() -> None:
     result = run(world, a_placement(spec))
     assert decided(result) == ["c1", "c5"]
     assert result.selected == ["c1", "c5"]  # c1 in step 1 (tie at 50, by name), c5 in step 2
-    assert result.scores == {"c1": 50, "c2": -150, "c3": 200, "c4": -200, "c5": 250}
+    assert result.passing_scores == {"c1": 50, "c2": -150, "c3": 200, "c4": -200, "c5": 250}
+    assert result.scores == {"c1": 50, "c5": 250}  # what the decision carries (K3)
     assert spread_scores(result) == {"c1": 0, "c2": -100, "c3": 100, "c4": -100, "c5": 100}
+    plain = evaluated(world, a_placement(spec))  # the closing pass is explain data: not run for a decision
+    assert plain.scores == result.scores
+    with pytest.raises(ValueError, match="explain"):
+        plain.passing_scores  # noqa: B018
     assert condition(result, SATISFIED) == ("True", "AllDecisionsScheduled", "All cluster decisions scheduled")
     # step 2's raw scores: c3 0 * 64 + 63, c4 and c5 63 * 64 + 0
     assert normalize([63, 4032, 4032]) == [-100, 100, 100]
@@ -200,7 +206,8 @@ def test_a_zone_that_exists_holds_the_others() -> None:
     world = one_set_world(*(in_zone(f"a{i}", "a") for i in (1, 2, 3)), in_zone("b1", "b"), in_zone("c1", "c"))
     result = run(world, a_placement(spread(HARD)))
     assert decided(result) == ["a1", "a2", "b1", "c1"]
-    assert result.scores.keys() == {"a1", "a2", "a3", "b1", "c1"}  # a3 was held back: scored, not filtered
+    assert result.passing_scores.keys() == {"a1", "a2", "a3", "b1", "c1"}  # a3 was held back: scored, not filtered
+    assert result.scores.keys() == {"a1", "a2", "b1", "c1"}
     assert result.filtered_by == {}
 
 

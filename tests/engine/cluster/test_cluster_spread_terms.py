@@ -37,7 +37,7 @@ def weights(result: Evaluation) -> list[tuple[str, int]]:
 
 
 def outcome(result: Evaluation) -> tuple[Any, ...]:
-    return (decided(result), result.scores, weights(result), result.filtered_by, result.conditions)
+    return (decided(result), result.passing_scores, weights(result), result.filtered_by, result.conditions)
 
 
 # --- which placements have terms -----------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def test_invalid_terms_are_misconfigured(terms: list[Any], message: str) -> None
     result = run(one_set_world(*ZONES), a_placement(spread(*terms)))
     assert condition(result, MISCONFIGURED) == ("True", "Misconfigured", message)
     assert decided(result) == []
-    assert result.scores == {}
+    assert result.scores == result.passing_scores == {}
     assert condition(result, SATISFIED)[1] == "NoManagedClusterMatched"
     assert [(g.index, g.name, g.clusters) for g in result.groups] == [(0, "", ())]
     assert [(p.name, p.clusters) for p in result.pages] == [("placement1-decision-1", ())]

@@ -352,3 +352,41 @@ def test_unreadable_packed_pages_are_refused(runtime: Runtime, packed: list[Any]
     raw = {"published": {"packedPages": packed, "selected": 1, "conditions": [], "evaluationTime": "2026-01-01"}}
     with pytest.raises(InvalidStateError):
         load_placement_part(runtime.states[KEY], DECISION_PART, raw)
+
+
+_BEFORE_K3 = [
+    (
+        KEY,
+        b'{"kind":"Placement","v":1,"state":{"placement":{"apiVersion":"cluster.open-cluster-management.io/v1beta1",'
+        b'"kind":"Placement","metadata":{"name":"web","namespace":"apps","labels":{},"annotations":{},"generation":1},'
+        b'"spec":{"clusterSets":[],"numberOfClusters":1,"predicates":[],"prioritizerPolicy":{"mode":"Additive",'
+        b'"configurations":[]},"tolerations":[],"decisionStrategy":{"groupStrategy":{"decisionGroups":[],'
+        b'"clustersPerDecisionGroup":"100%"}}}}}}',
+    ),
+    (
+        DECISION_KEY,
+        b'{"kind":"Placement","v":1,"state":{"published":{"packedPages":[["web-decision-1","",0,"c1",""]],"selected":1,'
+        b'"conditions":' + _CONDITIONS.encode() + b',"warning":null,"generation":1,"evaluationTime":'
+        b'"2026-01-01T00:00:00+00:00"},"due":"2026-01-01T00:10:00+00:00"}}',
+    ),
+]
+"""The entries of `numberOfClusters: 1` over c1..c3 as the version whose events carried every passing cluster's
+score wrote them (its event said `"scores":{"c1":100,"c2":100,"c3":100}`)."""
+
+
+def _decided(outputs: list[OutputRecord]) -> list[dict[str, Any]]:
+    return [orjson.loads(o.value)["data"] for o in outputs if o.topic is TopicRole.DECISIONS and o.value]
+
+
+def test_an_entry_from_before_selected_only_scores_restores_and_republishes_nothing() -> None:
+    """Upgrade (K3): the restored decision is the same answer, so re-deciding it publishes nothing (scores alone
+    never publish, K2); the next changed answer carries the selected cluster's score only."""
+    fresh = Runtime([ClusterPlacementEngine()])
+    fresh.process(_inventory("c1", "c2", "c3"), T0)
+    for key, entry in _BEFORE_K3:
+        fresh.restore(key, entry)
+    assert _decided(fresh.redecide([KEY], T0 + timedelta(seconds=1))) == []
+    (changed,) = _decided(fresh.process([_taint("c1", "NoSelect")], T0 + timedelta(seconds=2)))
+    assert [d["clusterName"] for d in changed["placementDecisions"][0]["status"]["decisions"]] == ["c2"]
+    assert changed["scores"] == {"c2": 100}  # Balance 100, Steady 0: c1 held it; c3 passed, not selected
+    assert "passingScores" not in changed

@@ -35,7 +35,8 @@ class Selection:
     picked: list[int]
     """Candidate positions in selection order."""
     spread: Scores
-    """Each candidate's normalised spread score: at the step that picked it, or in the closing pass."""
+    """Each candidate's normalised spread score: at the step that picked it, or in the closing pass (0 when
+    the loop ran without it)."""
     blocked: int | None
     """When a skew check stopped the loop: the smallest index of a `DoNotSchedule` term that rejected a
     remaining cluster in the last step."""
@@ -59,10 +60,17 @@ def normalize(raw: Sequence[int]) -> list[int]:
 
 
 def select(
-    terms: tuple[SpreadTerm, ...], topologies: Topologies, base: Scores, weight: int, limit: int | None
+    terms: tuple[SpreadTerm, ...],
+    topologies: Topologies,
+    base: Scores,
+    weight: int,
+    limit: int | None,
+    *,
+    close: bool = True,
 ) -> Selection:
     """Run the loop over candidates with base totals `base` (their order is name order) at Spread weight
-    `weight`, picking at most `limit` clusters (None: until none is left or a skew check blocks)."""
+    `weight`, picking at most `limit` clusters (None: until none is left or a skew check blocks). Without
+    `close` the unselected candidates keep a spread score of 0: their closing pass is explain data (S31, K4)."""
     count = len(base)
     of_class = topologies.of_class
     classes = int(of_class.max(initial=-1)) + 1
@@ -96,7 +104,7 @@ def select(
         if next_member[best] == end[best]:
             live.remove(best)
         counts.add(best)
-    if weight and live:  # the closing pass: every unselected candidate against the final counts, unchecked
+    if close and weight and live:  # the closing pass: every unselected candidate against the final counts, unchecked
         for cls, score in zip(live, normalize(counts.raw(live)), strict=True):
             spread[order[next_member[cls] : end[cls]]] = score
     return Selection(picked, spread, blocked)
