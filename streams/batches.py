@@ -145,6 +145,8 @@ class BatchHandler:
                 metrics.event_age.observe(max(0.0, (committed_at - record.timestamp) / 1000))
         metrics.subjects.set(len(runtime.states))
         metrics.follow_engine_counters(runtime.counters())
+        for subject, message in runtime.take_notices():
+            log.warning(message, extra={"subject": subject})
         for incident in runtime.take_incidents():
             metrics.incidents.labels(incident.stage).inc()
             log.error(

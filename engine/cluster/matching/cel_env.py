@@ -12,7 +12,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import celpy
 import lark
@@ -32,6 +32,7 @@ __all__ = [
     "EXPRESSION_LIMIT",
     "PER_CLUSTER_LIMIT",
     "CelCompileError",
+    "CelOutcome",
     "CelProgram",
     "CompiledExpression",
     "compile_expression",
@@ -227,6 +228,16 @@ def make_functions(inventory: Inventory) -> dict[str, Callable[..., Any]]:
     return {**EXTENSION_FUNCTIONS, "scores": scores}
 
 
+class CelOutcome(NamedTuple):
+    """One evaluation of a selector's expressions on one cluster: a pure function of the values it read."""
+
+    matched: bool
+    cost: int
+    """Cost units charged, over all expressions run (past a limit: what was charged up to the stop)."""
+    stopped: int | None
+    """The index of the expression stopped at a cost limit, None when none was."""
+
+
 class CelProgram:
     """The expressions of one cluster selector, bound to one evaluation's functions.
 
@@ -241,16 +252,22 @@ class CelProgram:
         self._base = activation
         self._activation: Activation | None = None
         """Built at the first evaluation (a tenth of a millisecond): most programs only meet cached outcomes."""
-        self._last: tuple[Any, int | None] | None = None
+        self._last: tuple[Any, CelOutcome] | None = None
         self.stopped = 0
         """How many of this program's `matches` calls were stopped at a limit."""
 
     def matches(self, cluster: Any) -> bool:
         """True when every expression returns true; any error or a stopped evaluation is False."""
         matched, stopped = self._run(cluster)
-        self._last = (cluster, stopped)
+        self._last = (cluster, CelOutcome(matched, self._budget.used, stopped))
         self.stopped += stopped is not None
         return matched
+
+    @property
+    def last(self) -> CelOutcome:
+        """The outcome of the last `matches` call."""
+        assert self._last is not None
+        return self._last[1]
 
     @property
     def spent(self) -> int:
@@ -262,7 +279,7 @@ class CelProgram:
         answer when it was for this very value, else found by evaluating again (not counted in `stopped`)."""
         last = self._last
         if last is not None and last[0] is cluster:
-            return last[1]
+            return last[1].stopped
         return self._run(cluster)[1]
 
     def _run(self, cluster: Any) -> tuple[bool, int | None]:
