@@ -64,9 +64,10 @@ class Step(Generic[S]):
     redecide: bool = False
 
 
-CEL_PLACEMENT_BUDGET = 50_000_000
-"""The default of `EngineSettings.cel_placement_budget`: 10,000 units per cluster on 5,000 clusters, over 20 times
-what a claims comprehension or a `scores()` test costs on one, and 50 clusters' worth of a runaway expression."""
+CEL_PLACEMENT_BUDGET = 20_000_000
+"""The default of `EngineSettings.cel_placement_budget`: 4,000 units per cluster on 5,000 clusters, ten times what
+a `scores()` test over ten scores costs on one (a label test costs about 5), and 20 clusters' worth of a runaway
+expression stopped at its own limit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from engine.cluster.fleet.views import InventoryView
-from engine.cluster.matching.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
+from engine.cluster.matching.cel_closures import compile_closure
+from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError
 from engine.cluster.matching.cel_env import EXPRESSION_LIMIT, PER_CLUSTER_LIMIT, CompiledExpression
 from engine.cluster.matching.selectors import Requirement, Selector
 from engine.cluster.pipeline.compiled import CompiledPlacement, CompiledSelector
@@ -70,7 +71,7 @@ def cel_outcomes(expressions: Iterable[CompiledExpression], view: InventoryView,
     """Each expression's outcome on one cluster, in order, charged against one per-cluster budget as the filter
     charges them (each expression also within its own limit)."""
     budget = Budget()
-    activation = costed_activation(view.cel_activation(), budget)
+    activation = view.cel_activation()
     document = view.cel_document(cluster)
     out: list[dict[str, Any]] = []
     for expression in expressions:
@@ -78,7 +79,7 @@ def cel_outcomes(expressions: Iterable[CompiledExpression], view: InventoryView,
         entry: dict[str, Any] = {"expression": expression.text}
         value: Any
         try:
-            value = CostEvaluator(expression.ast, activation, budget).evaluate({"managedCluster": document})
+            value = compile_closure(expression.ast, activation, budget)(document)
         except CostLimitExceededError:
             value = None
         except CELEvalError as exc:  # an error result is raised by `evaluate`

@@ -21,7 +21,8 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, celstr
 
 from engine.cluster.matching.cel_check import MAX_CODE_POINTS, check, limits, normalize
-from engine.cluster.matching.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
+from engine.cluster.matching.cel_closures import Evaluate, compile_closure
+from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError
 from engine.cluster.matching.cel_decls import OVERLOADS
 from engine.cluster.matching.cel_functions import EXTENSION_FUNCTIONS
 from engine.cluster.matching.cel_parser_table import install_parser
@@ -250,8 +251,8 @@ class CelProgram:
         self.expressions = expressions
         self._budget = Budget()
         self._base = activation
-        self._activation: Activation | None = None
-        """Built at the first evaluation (a tenth of a millisecond): most programs only meet cached outcomes."""
+        self._compiled: list[Evaluate] | None = None
+        """Built at the first evaluation: most programs only meet cached outcomes."""
         self._last: tuple[Any, CelOutcome] | None = None
         self.stopped = 0
         """How many of this program's `matches` calls were stopped at a limit."""
@@ -283,15 +284,14 @@ class CelProgram:
         return self._run(cluster)[1]
 
     def _run(self, cluster: Any) -> tuple[bool, int | None]:
-        budget, activation = self._budget, self._activation
-        if activation is None:
-            activation = self._activation = costed_activation(self._base, budget)
+        budget, compiled = self._budget, self._compiled
+        if compiled is None:
+            compiled = self._compiled = [compile_closure(e.ast, self._base, budget) for e in self.expressions]
         budget.used = 0
-        context = {_CLUSTER_VARIABLE: cluster}
-        for index, expression in enumerate(self.expressions):
+        for index, evaluate in enumerate(compiled):
             budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
             try:
-                value = CostEvaluator(expression.ast, activation, budget).evaluate(context)
+                value = evaluate(cluster)
             except CostLimitExceededError:
                 return False, index
             except Exception:  # CELEvalError, or a function failing in any way: a runtime error
