@@ -322,4 +322,5 @@ class ClusterPlacementEngine:
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""
         evaluation = self._evaluate(key, state, ctx, explain=True)
-        return explain_evaluation(key, state, evaluation, ctx.now, self.view(ctx.inventory))
+        budget = ctx.settings.cel_placement_budget
+        return explain_evaluation(key, state, evaluation, ctx.now, self.view(ctx.inventory), cel_budget=budget)

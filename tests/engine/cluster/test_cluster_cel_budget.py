@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cluster_builders import NOW, World, a_cluster, a_placement, one_set_world
 
-from engine.cluster import ClusterPlacementEngine, PlacementState
+from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching.cel_env import CelProgram, compile_expression
 from engine.cluster.pipeline.compiled import compile_placement
@@ -143,3 +143,19 @@ def test_cluster_budget_stops_are_not_cost_limit_stops() -> None:
     view = InventoryView(one_set_world(*FLEET).inventory())
     _filtered(a_placement({"predicates": [_cel(EXPRESSION)]}), _cost(), view)
     assert (stopped_count(view).count, stopped_count(view).budget) == (0, 1)
+
+
+def test_cluster_explain_spends_one_placement_budget() -> None:
+    """Explain evaluates the removed clusters again in name order within one budget: the cluster that takes it
+    past, and the later ones, read stopped by the placement budget, as in the filter."""
+    placement = a_placement({"predicates": [_cel('managedCluster.metadata.labels.env == "qa"')]})
+    settings = EngineSettings(cel_placement_budget=2 * _cost())
+    ctx = EngineContext(now=NOW, inventory=one_set_world(*FLEET).inventory(), settings=settings)
+    details = explain_placement("Placement/ns1/placement1", PlacementState(placement, None, None), ctx)
+    outcomes = {name: entry[0]["celExpressions"][0] for name, entry in details["predicateDetails"].items()}
+    assert {name: (o["outcome"], o.get("message")) for name, o in outcomes.items()} == {
+        "c1": ("false", None),
+        "c2": ("false", None),
+        "c3": ("stopped", "placement budget exceeded"),
+        "c4": ("stopped", "placement budget exceeded"),
+    }
