@@ -251,8 +251,8 @@ class CelProgram:
         self.expressions = expressions
         self._budget = Budget()
         self._base = activation
-        self._compiled: list[Evaluate] | None = None
-        """Built at the first evaluation: most programs only meet cached outcomes."""
+        self._compiled: list[Evaluate] = []
+        """The expressions' evaluations, compiled at their first use: most programs only meet cached outcomes."""
         self._last: tuple[Any, CelOutcome] | None = None
         self.stopped = 0
         """How many of this program's `matches` calls were stopped at a limit."""
@@ -285,13 +285,13 @@ class CelProgram:
 
     def _run(self, cluster: Any) -> tuple[bool, int | None]:
         budget, compiled = self._budget, self._compiled
-        if compiled is None:
-            compiled = self._compiled = [compile_closure(e.ast, self._base, budget) for e in self.expressions]
         budget.used = 0
-        for index, evaluate in enumerate(compiled):
+        for index, expression in enumerate(self.expressions):
             budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
             try:
-                value = evaluate(cluster)
+                if index == len(compiled):  # compiled where a failure (a RecursionError) is a runtime error
+                    compiled.append(compile_closure(expression.ast, self._base, budget))
+                value = compiled[index](cluster)
             except CostLimitExceededError:
                 return False, index
             except Exception:  # CELEvalError, or a function failing in any way: a runtime error
