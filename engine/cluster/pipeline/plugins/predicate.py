@@ -51,7 +51,7 @@ class _Outcomes:
     """One selector's CEL outcomes on one view, by fleet id, filled as placements ask for them: every placement
     with the same expressions shares them, and each charges its own budget with their costs."""
 
-    __slots__ = ("cost", "known", "matched", "program", "selector", "stopped", "view")
+    __slots__ = ("any_stopped", "cost", "known", "matched", "program", "selector", "stopped", "view")
 
     def __init__(self, view: InventoryView, selector: CompiledSelector) -> None:
         size = len(view.fleet())
@@ -62,14 +62,21 @@ class _Outcomes:
         self.stopped = np.full(size, _NOT_STOPPED, dtype=np.int32)
         """The index of the expression stopped at the cost limit on each cluster, or _NOT_STOPPED."""
         self.program: CelProgram | None = None
+        self.any_stopped = False
+        """Whether some cluster's evaluation was stopped at the cost limit (else `stopped` needs no look)."""
 
-    def settle(self, pool: Ids, allowance: int) -> int:
-        """How many of `pool`'s clusters, in order, fit in `allowance` cost units; evaluates those not known yet,
-        and the first one past the allowance, then no more."""
+    def settle(self, pool: Ids, allowance: int) -> tuple[int, int]:
+        """How many of `pool`'s clusters, in order, fit in `allowance` cost units, and what they cost; evaluates
+        those not known yet, and the first one past the allowance, then no more."""
         if not self.known[pool].all():
             self._fill(pool, allowance)
-        totals = np.cumsum(self.cost[pool])
-        return int(np.searchsorted(totals, allowance, side="right"))
+        costs = self.cost[pool]
+        total = int(costs.sum())
+        if total <= allowance:  # the usual case
+            return len(pool), total
+        totals = np.cumsum(costs)
+        cut = int(np.searchsorted(totals, allowance, side="right"))
+        return cut, int(totals[cut - 1]) if cut else 0
 
     def _fill(self, pool: Ids, allowance: int) -> None:
         view, selector = self.view, self.selector
@@ -90,6 +97,7 @@ class _Outcomes:
                 cost[index] = outcome.cost
                 if outcome.stopped is not None:
                     self.stopped[index] = outcome.stopped
+                    self.any_stopped = True
             total += int(cost[index])
             if total > allowance:
                 break
@@ -121,12 +129,14 @@ def _cel(view: InventoryView, selector: CompiledSelector, pool: Ids, budget: int
         found.skipped = (*found.skipped, pool)
         return pool[:0]
     outcomes = view.memo(("Predicate", "CEL", selector.cel_key), lambda: _Outcomes(view, selector))
-    cut = outcomes.settle(pool, budget - found.spent)
-    inside = pool[:cut]
-    found.spent += int(outcomes.cost[inside].sum())
-    stopped = outcomes.stopped[inside]
-    if found.limit_stop is None and (stopped != _NOT_STOPPED).any():
-        found.limit_stop = selector.cel[int(stopped[stopped != _NOT_STOPPED].min())].text
+    cut, spent = outcomes.settle(pool, budget - found.spent)
+    inside = pool if cut == len(pool) else pool[:cut]
+    found.spent += spent
+    if found.limit_stop is None and outcomes.any_stopped:
+        stopped = outcomes.stopped[inside]
+        stopped = stopped[stopped != _NOT_STOPPED]
+        if len(stopped):
+            found.limit_stop = selector.cel[int(stopped.min())].text
     if cut < len(pool):
         crossing = int(outcomes.stopped[pool[cut]])
         found.budget_stop = selector.cel[max(crossing, 0)].text
@@ -138,7 +148,8 @@ def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...], can
     """The candidates that match at least one predicate, charged against the placement's CEL budget."""
     remaining = candidates
     found = _Match([])
-    for selector in predicates:
+    last = len(predicates) - 1
+    for number, selector in enumerate(predicates):
         pool = remaining
         if selector.labels != EVERYTHING:
             pool = pool[_mask(view, "label", selector.labels)[pool]]
@@ -147,7 +158,11 @@ def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...], can
         if selector.cel and len(pool):
             pool = _cel(view, selector, pool, budget, found)
         found.passed.append(pool)
-        remaining = np.setdiff1d(remaining, pool, assume_unique=True)
+        if number == last:
+            break
+        taken = np.zeros(len(view.fleet()), dtype=np.bool_)
+        taken[pool] = True
+        remaining = remaining[~taken[remaining]]
         if not len(remaining):
             break
     return found
@@ -193,5 +208,6 @@ class PredicateFilter:
         found = _matching(ctx.view, compiled.predicates, candidates, ctx.cel_budget)
         if found.budget_stop is not None:
             stopped_count(ctx.view).budget += 1
-        passed = np.sort(np.concatenate(found.passed)) if found.passed else candidates[:0]
+        parts = found.passed
+        passed = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))  # each part is in id order
         return FilterResult(passed, _status(found, ctx.cel_budget))
