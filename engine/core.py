@@ -20,6 +20,7 @@ from topics.codec import DecodedEvent
 from topics.names import TopicRole
 
 __all__ = [
+    "CEL_PLACEMENT_BUDGET",
     "BulkTrackingEngine",
     "ConfiguredEngine",
     "CountingEngine",
@@ -63,6 +64,12 @@ class Step(Generic[S]):
     redecide: bool = False
 
 
+CEL_PLACEMENT_BUDGET = 20_000_000
+"""The default of `EngineSettings.cel_placement_budget`: 4,000 units per cluster on 5,000 clusters, ten times what
+a `scores()` test over ten scores costs on one (a label test costs about 5), and 20 clusters' worth of a runaway
+expression stopped at its own limit."""
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Engine knobs that come from service settings; plain values so engines stay pure."""
@@ -71,6 +78,8 @@ class EngineSettings:
     resync_seconds: float = 600.0
     explain: frozenset[str] = frozenset()
     """Subject keys whose decision events carry explain data (prioritizer scores, filtered clusters)."""
+    cel_placement_budget: int = CEL_PLACEMENT_BUDGET
+    """CEL cost units one evaluation of one placement may spend over its candidates (cluster C17)."""
 
 
 @dataclass(slots=True)
@@ -243,4 +252,9 @@ class CountingEngine(Protocol):
 
     def counters(self) -> Mapping[str, int]:
         """Monotonic totals by name since the engine was built; deterministic for the same inputs."""
+        ...
+
+    def take_notices(self) -> list[tuple[str, str]]:
+        """(subject key, message) of each fact an operator should read in the log since the last call (e.g. a
+        placement stopped by its CEL budget again), in a deterministic order; the service logs them."""
         ...

@@ -144,6 +144,8 @@ class BatchHandler:
         metrics.subjects.set(len(runtime.states))
         metrics.follow_engine_counters(runtime.counters())
         self._misplaced.note(runtime.take_misplaced())
+        for subject, message in runtime.take_notices():
+            log.warning(message, extra={"subject": subject})
         for incident in runtime.take_incidents():
             metrics.incidents.labels(incident.stage).inc()
             log.error(

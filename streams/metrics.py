@@ -113,7 +113,14 @@ class Metrics:
         self.cel_stopped = Counter(
             "placement_cel_evaluations_stopped", "CEL evaluations stopped at the cost limit", registry=r
         )
-        self._cel_stopped_seen = 0
+        self.cel_budget_stops = Counter(
+            "placement_cel_budget_stops",
+            "Placement evaluations whose CEL was stopped by the per-placement budget",
+            registry=r,
+        )
+        self._engine_counters = {"cel_evaluations_stopped": self.cel_stopped, "cel_budget_stops": self.cel_budget_stops}
+        """The engine totals (`Runtime.counters`) each counter follows."""
+        self._engine_seen: dict[str, int] = {}
         self.broker_reachable = Gauge("placement_broker_reachable", "1 while the Kafka cluster answers", registry=r)
         self.failing_tasks = Gauge("placement_failing_tasks", "Tasks whose last transaction was aborted", registry=r)
         self.loop_progress_age = Gauge(
@@ -129,10 +136,11 @@ class Metrics:
 
     def follow_engine_counters(self, totals: dict[str, int]) -> None:
         """Move the counters the engines keep as totals (`Runtime.counters`) by what they gained."""
-        gained = totals.get("cel_evaluations_stopped", 0) - self._cel_stopped_seen
-        if gained > 0:
-            self.cel_stopped.inc(gained)
-            self._cel_stopped_seen += gained
+        for name, counter in self._engine_counters.items():
+            gained = totals.get(name, 0) - self._engine_seen.get(name, 0)
+            if gained > 0:
+                counter.inc(gained)
+                self._engine_seen[name] = totals[name]
 
     def record_lag(self, consumer: AIOKafkaConsumer, consumed: Mapping[TopicPartition, int]) -> None:
         """The group consumer's lag per assigned partition: last stable offset minus the position this instance

@@ -20,7 +20,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from engine.core import EngineSettings
+from engine.core import CEL_PLACEMENT_BUDGET, EngineSettings
 from streams.errors import SettingsError
 from topics.names import TOPIC_SPECS, TopicRole
 
@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     resync_seconds: float = Field(default=600.0, ge=0)
     explain: list[str] = Field(default_factory=list)
     """Placement subject keys whose decision events carry explain data."""
+    cel_placement_budget: int = Field(default=CEL_PLACEMENT_BUDGET, ge=0)
+    """CEL cost units one evaluation of one Placement may spend over all its clusters; past it the remaining
+    clusters are stopped (no match) and the placement gets a Warning."""
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
@@ -245,6 +248,7 @@ class Settings(BaseSettings):
             advisor_timeout_seconds=self.advisor_timeout_seconds,
             resync_seconds=self.resync_seconds,
             explain=frozenset(self.explain),
+            cel_placement_budget=self.cel_placement_budget,
         )
 
 

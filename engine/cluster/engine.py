@@ -72,6 +72,12 @@ class ClusterPlacementEngine:
         """`placement.decided` events emitted for evaluations (deletions not counted)."""
         self.cel_evaluations_stopped = 0
         """CEL evaluations of a cluster stopped at the cost limit (outcomes reused from caches not counted)."""
+        self.cel_budget_stops = 0
+        """Placement evaluations stopped by their CEL budget (C17)."""
+        self._budget_streaks: dict[str, int] = {}
+        """Placements whose last evaluation was stopped by its budget: how many in a row (derived, not persisted)."""
+        self._repeated: dict[str, int] = {}
+        """Placements stopped by their budget again since `take_notices` last ran, with their streak."""
 
     # --- helpers ---------------------------------------------------------------------------------
     def view(self, inventory: Inventory) -> InventoryView:
@@ -114,13 +120,26 @@ class ClusterPlacementEngine:
             compiled=self.compiled(key, placement),
             explain=explain or key in ctx.settings.explain,
             current_ids=current_ids,
+            cel_budget=ctx.settings.cel_placement_budget,
         )
         stopped = stopped_count(view)
-        before = stopped.count
+        before, budget_before = stopped.count, stopped.budget
         try:
             return evaluate(eval_ctx)
         finally:
             self.cel_evaluations_stopped += stopped.count - before
+            if not explain:
+                self._follow_budget(key, stopped.budget > budget_before)
+
+    def _follow_budget(self, key: str, stopped: bool) -> None:
+        """Count an evaluation stopped by its budget (C17), and note a placement stopped again (N3)."""
+        if not stopped:
+            self._budget_streaks.pop(key, None)
+            return
+        self.cel_budget_stops += 1
+        streak = self._budget_streaks[key] = self._budget_streaks.get(key, 0) + 1
+        if streak > 1:
+            self._repeated[key] = streak
 
     # --- SubjectEngine ---------------------------------------------------------------------------
     def on_event(
@@ -234,6 +253,7 @@ class ClusterPlacementEngine:
             self._index.remove(key)
             self._compiled.pop(key, None)
             self._ranges.pop(key, None)
+            self._budget_streaks.pop(key, None)
             return
         placement, published = state.placement, state.published
         compiled = self.compiled(key, placement)
@@ -292,10 +312,19 @@ class ClusterPlacementEngine:
 
     # --- explain ---------------------------------------------------------------------------------
     def counters(self) -> Mapping[str, int]:
-        """CEL evaluations stopped at their cost limit (see `cel_evaluations_stopped`)."""
-        return {"cel_evaluations_stopped": self.cel_evaluations_stopped}
+        """CEL evaluations stopped at their cost limit, placement evaluations stopped by their budget."""
+        return {"cel_evaluations_stopped": self.cel_evaluations_stopped, "cel_budget_stops": self.cel_budget_stops}
+
+    def take_notices(self) -> list[tuple[str, str]]:
+        """Each placement stopped by its CEL budget again since the last call (N3), by key."""
+        repeated, self._repeated = self._repeated, {}
+        return [
+            (key, f"placement {key}: CEL evaluation stopped by its placement budget again ({streak} in a row)")
+            for key, streak in sorted(repeated.items())
+        ]
 
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""
         evaluation = self._evaluate(key, state, ctx, explain=True)
-        return explain_evaluation(key, state, evaluation, ctx.now, self.view(ctx.inventory))
+        budget = ctx.settings.cel_placement_budget
+        return explain_evaluation(key, state, evaluation, ctx.now, self.view(ctx.inventory), cel_budget=budget)

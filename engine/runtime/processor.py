@@ -103,6 +103,10 @@ class Runtime:
         """The engines' metric totals by name (`CountingEngine`), summed over engines."""
         return self.subjects.counters()
 
+    def take_notices(self) -> list[tuple[str, str]]:
+        """(subject key, message) of what the engines ask the operator to read since the last call."""
+        return self.subjects.take_notices()
+
     def take_incidents(self) -> list[Incident]:
         """The failures isolated since the last call: each one cost a dead letter or a skipped decision."""
         taken, self.subjects.incidents = self.subjects.incidents, []

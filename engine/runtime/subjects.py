@@ -102,6 +102,12 @@ class Subjects:
                     totals[name] = totals.get(name, 0) + value
         return totals
 
+    def take_notices(self) -> list[tuple[str, str]]:
+        """The engines' notices since the last call (`CountingEngine.take_notices`), engine by engine."""
+        return [
+            n for engine in self.engines.values() if isinstance(engine, CountingEngine) for n in engine.take_notices()
+        ]
+
     # --- engine calls ----------------------------------------------------------------------------
     def isolated(
         self, batch: Batch, key: str, revert_to: Any, causes: Sequence[InputRecord], now: datetime

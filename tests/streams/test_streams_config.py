@@ -36,8 +36,10 @@ BROKEN = GOOD.replace("submitacl", "submitACL")
 def test_environment_settings_are_read_with_the_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLACEMENT_KAFKA__TASK_PARTITIONS", "6")
     monkeypatch.setenv("PLACEMENT_TOPICS__DECISIONS", "custom.decisions")
+    monkeypatch.setenv("PLACEMENT_CEL_PLACEMENT_BUDGET", "1234")
     settings = load_settings()
     assert settings.kafka.task_partitions == 6
+    assert settings.engine_settings().cel_placement_budget == 1234
     assert settings.topics.name(TopicRole.DECISIONS) == "custom.decisions"
 
 
@@ -51,6 +53,7 @@ def test_environment_settings_are_read_with_the_prefix(monkeypatch: pytest.Monke
             "explain": ["Placement/apps/web", "Placement/apps/api"],
             "http_port": 0,
             "queue_config": "queues.yaml",
+            "cel_placement_budget": 1000,
         },
     ],
     ids=["defaults", "everything-set"],
@@ -93,6 +96,7 @@ def test_compression_defaults_to_zstd_and_none_means_uncompressed(
         ("PLACEMENT_SWITCH_INTERVAL_MS", "500", "switch_interval_ms", "less than or equal to 100"),
         ("PLACEMENT_ENGINE_WAIT_MS", "-1", "engine_wait_ms", "greater than or equal to 0"),
         ("PLACEMENT_ENGINE_WAIT_MS", "5000", "engine_wait_ms", "less than or equal to 1000"),
+        ("PLACEMENT_CEL_PLACEMENT_BUDGET", "-1", "cel_placement_budget", "greater than or equal to 0"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(

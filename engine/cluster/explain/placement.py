@@ -21,14 +21,20 @@ from engine.cluster.pipeline.plugins.spread import SPREAD
 from engine.cluster.pipeline.registry import FILTERS
 from engine.cluster.pipeline.spread.terms import has_terms
 from engine.cluster.tracking.state import PlacementState
-from engine.core import EngineContext
+from engine.core import CEL_PLACEMENT_BUDGET, EngineContext
 from topics.codec import dump_model
 
 __all__ = ["explain_evaluation", "explain_placement"]
 
 
 def explain_evaluation(
-    key: str, state: PlacementState, evaluation: Evaluation, now: datetime, view: InventoryView | None = None
+    key: str,
+    state: PlacementState,
+    evaluation: Evaluation,
+    now: datetime,
+    view: InventoryView | None = None,
+    *,
+    cel_budget: int = CEL_PLACEMENT_BUDGET,
 ) -> dict[str, Any]:
     """The explain document of one finished evaluation; with the evaluation's `view`, also why the Predicate filter
     removed each cluster it removed (`predicateDetails`)."""
@@ -63,17 +69,17 @@ def explain_evaluation(
             "message": evaluation.status.message,
         },
         "conditions": [dump_model(c) for c in evaluation.conditions],
-        **_predicate_details(state, filtered_by, view),
+        **_predicate_details(state, filtered_by, view, cel_budget),
     }
 
 
 def _predicate_details(
-    state: PlacementState, filtered_by: Mapping[str, str], view: InventoryView | None
+    state: PlacementState, filtered_by: Mapping[str, str], view: InventoryView | None, cel_budget: int
 ) -> dict[str, Any]:
     removed = [cluster for cluster, plugin in filtered_by.items() if plugin == PredicateFilter.NAME]
     if view is None or not removed:
         return {}
-    return {"predicateDetails": predicate_details(compile_placement(state.placement), view, removed)}
+    return {"predicateDetails": predicate_details(compile_placement(state.placement), view, removed, cel_budget)}
 
 
 def explain_placement(
@@ -92,5 +98,7 @@ def explain_placement(
         others=MappingCounts(dict(others or {})),
         compiled=compile_placement(state.placement),
         explain=True,
+        cel_budget=ctx.settings.cel_placement_budget,
     )
-    return explain_evaluation(key, state, evaluate(eval_ctx), ctx.now, eval_ctx.view)
+    budget = ctx.settings.cel_placement_budget
+    return explain_evaluation(key, state, evaluate(eval_ctx), ctx.now, eval_ctx.view, cel_budget=budget)

@@ -8,20 +8,24 @@ evaluates the removed clusters again, one expression at a time, with the filter'
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from engine.cluster.fleet.views import InventoryView
-from engine.cluster.matching.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
+from engine.cluster.matching.cel_closures import compile_closure
+from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError
 from engine.cluster.matching.cel_env import EXPRESSION_LIMIT, PER_CLUSTER_LIMIT, CompiledExpression
 from engine.cluster.matching.selectors import Requirement, Selector
 from engine.cluster.pipeline.compiled import CompiledPlacement, CompiledSelector
+from engine.core import CEL_PLACEMENT_BUDGET
 
-__all__ = ["cel_outcomes", "failed_requirement", "predicate_details"]
+__all__ = ["Allowance", "cel_outcomes", "failed_requirement", "predicate_details"]
 
 _OPERATORS = {"in": "in", "notin": "notin"}
+_BUDGET_STOP = {"outcome": "stopped", "message": "placement budget exceeded"}
 
 
 def _requirement_text(requirement: Requirement) -> str:
@@ -66,19 +70,32 @@ def _error_text(error: CELEvalError) -> str:
     return f"{message}: {detail}" if detail and detail not in message else message
 
 
-def cel_outcomes(expressions: Iterable[CompiledExpression], view: InventoryView, cluster: str) -> list[dict[str, Any]]:
+@dataclass(slots=True)
+class Allowance:
+    """What is left of one explanation's CEL budget (C17), over the clusters it explains."""
+
+    left: int
+
+
+def cel_outcomes(
+    expressions: Iterable[CompiledExpression], view: InventoryView, cluster: str, allowance: Allowance | None = None
+) -> list[dict[str, Any]]:
     """Each expression's outcome on one cluster, in order, charged against one per-cluster budget as the filter
-    charges them (each expression also within its own limit)."""
+    charges them (each expression also within its own limit). The cluster that takes `allowance` below zero, and
+    every later one (not evaluated), reads "stopped" by the placement budget, as in the filter."""
     budget = Budget()
-    activation = costed_activation(view.cel_activation(), budget)
+    activation = view.cel_activation()
     document = view.cel_document(cluster)
     out: list[dict[str, Any]] = []
     for expression in expressions:
-        budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
         entry: dict[str, Any] = {"expression": expression.text}
+        if allowance is not None and allowance.left < 0:
+            out.append(_BUDGET_STOP | entry)
+            continue
+        budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
         value: Any
         try:
-            value = CostEvaluator(expression.ast, activation, budget).evaluate({"managedCluster": document})
+            value = compile_closure(expression.ast, activation, budget)(document)
         except CostLimitExceededError:
             value = None
         except CELEvalError as exc:  # an error result is raised by `evaluate`
@@ -95,10 +112,16 @@ def cel_outcomes(expressions: Iterable[CompiledExpression], view: InventoryView,
             kind = type(value).__name__.removesuffix("Type").lower()
             entry.update(outcome="error", message=f"the result is a {kind}, not a bool")
         out.append(entry)
+    if allowance is not None:
+        allowance.left -= budget.used
+        if allowance.left < 0:  # this cluster took the total past the budget: stopped, as the filter has it
+            return [_BUDGET_STOP | {"expression": entry["expression"]} for entry in out]
     return out
 
 
-def _selector_details(selector: CompiledSelector, view: InventoryView, cluster: str) -> dict[str, Any]:
+def _selector_details(
+    selector: CompiledSelector, view: InventoryView, cluster: str, allowance: Allowance
+) -> dict[str, Any]:
     found = view.inventory.cluster(cluster)
     labels = found.metadata.labels if found is not None else {}
     details: dict[str, Any] = {}
@@ -109,16 +132,20 @@ def _selector_details(selector: CompiledSelector, view: InventoryView, cluster: 
     if claim_failure is not None:
         details["claimSelector"] = claim_failure
     if selector.cel:
-        details["celExpressions"] = cel_outcomes(selector.cel, view, cluster)
+        details["celExpressions"] = cel_outcomes(selector.cel, view, cluster, allowance)
     return details
 
 
-def predicate_details(compiled: CompiledPlacement, view: InventoryView, clusters: Iterable[str]) -> dict[str, Any]:
+def predicate_details(
+    compiled: CompiledPlacement, view: InventoryView, clusters: Iterable[str], budget: int = CEL_PLACEMENT_BUDGET
+) -> dict[str, Any]:
     """For each cluster (those the Predicate filter removed): one entry per predicate, in spec order, with what
-    failed in it. Empty when the predicates do not compile (the status says why)."""
+    failed in it. Empty when the predicates do not compile (the status says why). The CEL evaluated again spends
+    at most one placement budget (C17), clusters in name order: an explanation is bounded as a decision is."""
     if compiled.predicate_error is not None:
         return {}
+    allowance = Allowance(budget)
     return {
-        cluster: [_selector_details(selector, view, cluster) for selector in compiled.predicates]
+        cluster: [_selector_details(selector, view, cluster, allowance) for selector in compiled.predicates]
         for cluster in sorted(clusters)
     }

@@ -16,7 +16,7 @@ from celpy.evaluation import Activation
 from numpy.typing import NDArray
 
 from engine.cluster.fleet.ids import Fleet, Ids
-from engine.cluster.matching.cel_env import CelProgram, make_functions
+from engine.cluster.matching.cel_env import CelOutcome, CelProgram, make_functions
 from engine.cluster.matching.selectors import Selector, SelectorError, compile_label_selector, matches
 from engine.errors import EngineError
 from engine.inventory import Inventory
@@ -123,10 +123,10 @@ class InventoryView:
         self.inventory = inventory
         self.version = inventory.version
         kept = previous if previous is not None and previous.inventory is inventory else None
-        self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, bool]] = (
+        self._cel_by_object: dict[tuple[str, str], tuple[ManagedCluster, CelOutcome]] = (
             kept._cel_by_object if kept is not None else {}
         )
-        self._cel_by_values: dict[tuple[str, bytes], bool] = (
+        self._cel_by_values: dict[tuple[str, bytes], CelOutcome] = (
             kept._cel_by_values if kept is not None and len(kept._cel_by_values) < _CEL_VALUES_KEPT else {}
         )
         self._documents: dict[str, dict[str, Any]] = {}
@@ -134,9 +134,7 @@ class InventoryView:
         self._selected: dict[tuple[str, Selector], frozenset[str]] = {}
         self._claims: dict[str, dict[str, str]] = {}
         self._cel_docs: dict[str, Any] = {}
-        self._last_part: tuple[tuple[tuple[str, ...], ...], bytes, Any] | None = None
-        """The CEL value of the visible part evaluated last: (paths, what they see, value); see `_cel_part`."""
-        self._cel_results: dict[tuple[str, str], bool] = {}
+        self._cel_results: dict[tuple[str, str], CelOutcome] = {}
         self._allocatable: dict[str, dict[str, float]] = {}
         self._terminating: frozenset[str] | None = None
         self._tainted: frozenset[str] | None = None
@@ -316,45 +314,44 @@ class InventoryView:
     def cel_matches(
         self, key: tuple[str, str], pure: bool, program: CelProgram, reads: tuple[tuple[str, ...], ...] | None = None
     ) -> bool:
+        """Whether a selector's expressions match a cluster (see `cel_outcome`)."""
+        return self.cel_outcome(key, pure, program, reads).matched
+
+    def cel_outcome(
+        self, key: tuple[str, str], pure: bool, program: CelProgram, reads: tuple[tuple[str, ...], ...] | None = None
+    ) -> CelOutcome:
         """The outcome of a selector's expressions (`key`: their text, cluster name), evaluated once.
 
         `scores()`-free (`pure`) outcomes are kept against the cluster object they were computed on, across
         inventory versions, so one changed cluster or taint does not re-run every expression on every cluster;
         the others depend on scores too and are kept for this version only. With fixed read paths (`reads`),
-        an outcome also serves every cluster with the same values there (a fleet has few distinct labels)."""
+        an outcome also serves every cluster with the same values there (a fleet has few distinct labels). An
+        outcome keeps its cost, so a cached one is charged to a placement's budget as an evaluation would be."""
         name = key[1]
         if not pure:
             cached = self._cel_results.get(key)
             if cached is None:
-                cached = self._cel_results[key] = program.matches(self.cel_document(name))
+                program.matches(self.cel_document(name))
+                cached = self._cel_results[key] = program.last
             return cached
         cluster = self.inventory.cluster(name)
         entry = self._cel_by_object.get(key)
         if entry is not None and entry[0] is cluster:
             return entry[1]
         if reads is None or cluster is None:
-            result = program.matches(self.cel_document(name))
+            program.matches(self.cel_document(name))
+            result = program.last
         else:
             seen = _seen_at(self.document(name), reads)
             values = (key[0], orjson.dumps(seen))
             found = self._cel_by_values.get(values)
             if found is None:  # evaluated on what it reads, not on the whole cluster
-                found = self._cel_by_values[values] = program.matches(self._cel_part(reads, seen, values[1]))
+                program.matches(json_to_cel(_visible_part(reads, seen)))
+                found = self._cel_by_values[values] = program.last
             result = found
         if cluster is not None:
             self._cel_by_object[key] = (cluster, result)
         return result
-
-    def _cel_part(self, reads: tuple[tuple[str, ...], ...], seen: list[Any], key: bytes) -> Any:
-        """The CEL value of what `reads` see (`seen`, and `key` its bytes). The last one is kept: a stopped
-        evaluation is asked about at once under the probe's key, and the program tells its last evaluation by
-        the identity of the value (it would evaluate again, up to the cost limit, for a copy)."""
-        last = self._last_part
-        if last is not None and last[0] == reads and last[1] == key:
-            return last[2]
-        value = json_to_cel(_visible_part(reads, seen))
-        self._last_part = (reads, key, value)
-        return value
 
     # --- resources -------------------------------------------------------------------------------
     def allocatable_of(self, resource: str) -> Mapping[str, float]:

@@ -17,32 +17,40 @@ builds or scans over ten million characters. No clock is read: an evaluation alw
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import lark
 from celpy import celtypes, evaluation
-from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, Referent
+from celpy.evaluation import Activation
 
-__all__ = ["Budget", "CostEvaluator", "CostLimitExceededError", "costed_activation"]
+__all__ = [
+    "AND",
+    "ITERATION",
+    "KEPT",
+    "OPERATORS",
+    "OPERATOR_ERRORS",
+    "OR",
+    "Budget",
+    "CostLimitExceededError",
+    "costed_activation",
+    "tenth",
+]
 
 _Args = tuple[Any, ...]
 _Cost = Callable[[_Args], int]
 
-_ITERATION = {"all": 3, "exists": 3, "exists_one": 1, "map": 12, "filter": 1}
+ITERATION = {"all": 3, "exists": 3, "exists_one": 1, "map": 12, "filter": 1}
 """Per element: cel-go's loop condition and step (e.g. `@not_strictly_false(@result)` and `@result && p`)."""
-_KEPT = {"exists_one": 1, "filter": 12}
+KEPT = {"exists_one": 1, "filter": 12}
 """Extra per element the predicate keeps: `@result + 1`, `@result + [x]`."""
 _RELATIONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "in": "in"}
-_PRIMARY = {"dot_ident": 1, "list_lit": 10, "map_lit": 30}
-_OPERATORS = {
+OPERATORS = {
     **{f"relation_{op}": f"_{sign}_" for op, sign in _RELATIONS.items()},
     "addition_add": "_+_", "addition_sub": "_-_", "unary_not": "!_", "unary_neg": "-_",
     "multiplication_mul": "_*_", "multiplication_div": "_/_", "multiplication_mod": "_%_",
 }  # fmt: skip
-_OPERATOR_ERRORS = (TypeError, ValueError, OverflowError, ZeroDivisionError)
+OPERATOR_ERRORS = (TypeError, ValueError, OverflowError, ZeroDivisionError)
 """What celpy turns into an error value when an operator raises it."""
 _INT64 = 2**63
 
@@ -67,10 +75,8 @@ _FASTER: dict[str, Callable[[Any, Any], Any]] = {
     **{f"_{sign}_": evaluation.boolean(getattr(operator, op)) for op, sign in _RELATIONS.items() if op != "in"},
     **{f"_{sign}_": _integer(operation) for operation, sign in _SIGNS.items()},
 }
-_AND = evaluation.eval_error("no such overload", TypeError)(celtypes.logical_and)
-_OR = evaluation.eval_error("no such overload", TypeError)(celtypes.logical_or)
-_LITERALS: dict[tuple[str, str], Any] = {}
-"""Literal values by token (at most 4096): celpy parses a string literal's escapes on every evaluation."""
+AND = evaluation.eval_error("no such overload", TypeError)(celtypes.logical_and)
+OR = evaluation.eval_error("no such overload", TypeError)(celtypes.logical_or)
 
 
 class CostLimitExceededError(Exception):
@@ -108,21 +114,21 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, str | bytes | list | dict) else 1
 
 
-def _tenth(count: int) -> int:
+def tenth(count: int) -> int:
     """count * 0.1 rounded up (cel-go's string traversal factor), in integers."""
     return (count + 9) // 10
 
 
 def _regex(args: _Args) -> int:
-    return _tenth(1 + _size(args[0])) * ((_size(args[1]) + 3) // 4)
+    return tenth(1 + _size(args[0])) * ((_size(args[1]) + 3) // 4)
 
 
 def _add(args: _Args) -> int:
     left, right = args[0], args[1]
     if isinstance(left, str | bytes) and isinstance(right, str | bytes):
-        return _tenth(len(left) + len(right))
+        return tenth(len(left) + len(right))
     if isinstance(left, list) and isinstance(right, list):
-        return max(1, _tenth(len(left) + len(right)))
+        return max(1, tenth(len(left) + len(right)))
     return 1
 
 
@@ -133,7 +139,7 @@ def _replace(args: _Args) -> int:
         return 1
     limit, count = int(args[3]) if len(args) > 3 else -1, len(text) + 1 if old == "" else text.count(old)
     count = min(count, limit) if limit >= 0 else count
-    return max(1, _tenth(2 * len(text) + count * (len(new) - len(old))))
+    return max(1, tenth(2 * len(text) + count * (len(new) - len(old))))
 
 
 def _split(args: _Args) -> int:
@@ -141,7 +147,7 @@ def _split(args: _Args) -> int:
     if not (isinstance(text, str) and isinstance(separator, str)):
         return 1
     pieces = len(text) if separator == "" else text.count(separator) + 1
-    return max(1, _tenth(2 * len(text) + pieces))
+    return max(1, tenth(2 * len(text) + pieces))
 
 
 def _join(args: _Args) -> int:
@@ -150,7 +156,7 @@ def _join(args: _Args) -> int:
     if not isinstance(items, list) or not isinstance(separator, str):
         return 1
     built = sum(len(item) for item in items if isinstance(item, str)) + len(separator) * max(len(items) - 1, 0)
-    return max(1, _tenth(2 * built))
+    return max(1, tenth(2 * built))
 
 
 def _struct(value: Any) -> int:
@@ -172,21 +178,21 @@ _COPIES = ("lowerAscii", "upperAscii", "trim", "substring", "reverse")
 """Results at most as long as the receiver: reading it and building as much."""
 _BEFORE: dict[str, _Cost] = {
     **dict.fromkeys(_UNIT, lambda args: 1),
-    **dict.fromkeys(("_<_", "_<=_", "_>_", "_>=_", "_==_", "_!=_"), lambda a: _tenth(min(_size(a[0]), _size(a[1])))),
-    **dict.fromkeys(("startsWith", "endsWith", "format", "parseJSON"), lambda args: _tenth(_size(args[0]))),
-    **dict.fromkeys(_COPIES, lambda args: _tenth(2 * _size(args[0])) or 1),
-    **dict.fromkeys(("find", "findAll"), lambda args: max(_regex(args), _tenth(1 + _size(args[0])))),
-    "bytes": lambda args: _tenth(len(args[0])) if isinstance(args[0], str) else 1,
-    "string": lambda args: _tenth(len(args[0])) if isinstance(args[0], bytes) else 1,
+    **dict.fromkeys(("_<_", "_<=_", "_>_", "_>=_", "_==_", "_!=_"), lambda a: tenth(min(_size(a[0]), _size(a[1])))),
+    **dict.fromkeys(("startsWith", "endsWith", "format", "parseJSON"), lambda args: tenth(_size(args[0]))),
+    **dict.fromkeys(_COPIES, lambda args: tenth(2 * _size(args[0])) or 1),
+    **dict.fromkeys(("find", "findAll"), lambda args: max(_regex(args), tenth(1 + _size(args[0])))),
+    "bytes": lambda args: tenth(len(args[0])) if isinstance(args[0], str) else 1,
+    "string": lambda args: tenth(len(args[0])) if isinstance(args[0], bytes) else 1,
     "_in_": lambda args: len(args[1]) if isinstance(args[1], list) else 1,
-    "contains": lambda args: _tenth(_size(args[0])) * _tenth(_size(args[1])) if isinstance(args[0], str) else 1,
+    "contains": lambda args: tenth(_size(args[0])) * tenth(_size(args[1])) if isinstance(args[0], str) else 1,
     "_+_": _add, "matches": _regex, "replace": _replace, "split": _split, "join": _join,
     "scores": lambda args: 10,
 }  # fmt: skip
 """What a call costs, from its arguments, charged before it runs."""
 
 _AFTER: dict[str, Callable[[Any], int]] = {
-    "format": lambda result: _tenth(_size(result)),
+    "format": lambda result: tenth(_size(result)),
     "parseJSON": _struct,
     "scores": lambda result: 31 * _size(result),
 }
@@ -217,183 +223,3 @@ def costed_activation(activation: Activation, budget: Budget) -> Activation:
                 function = _FASTER[name]
             costed[name] = _charged(function, before, _AFTER.get(name), budget)
     return Activation(functions={**functions, **costed})
-
-
-class CostEvaluator(Evaluator):
-    """celpy's tree interpreter, charging `budget` as cel-go's cost tracker would.
-
-    Operators, variables, literals and calls are evaluated here rather than by celpy, with the same results and
-    error values: celpy spells out a typing cast such as `Tuple[List[Result], Result]` on each of them, which
-    costs more than the operation itself (about 25 microseconds per comparison). The tree is the condensed one
-    `cel_env` compiles (no chains of one-child nodes); a ternary and the rest are left to celpy.
-    """
-
-    def __init__(self, ast: lark.Tree[lark.Token], activation: Activation, budget: Budget) -> None:
-        super().__init__(ast, activation=activation)
-        self.budget = budget
-
-    def visit(self, tree: lark.Tree[lark.Token]) -> Any:
-        """Dispatch on the rule name; lark's also probes each method for a wrapper, which celpy never sets."""
-        return getattr(self, tree.data)(tree)
-
-    _visit_tree = visit
-
-    def _operator(self, tree: lark.Tree[lark.Token]) -> Any:
-        """A one-child node passes its child's value through; otherwise a unary or binary operator."""
-        children = tree.children
-        if len(children) == 1:
-            return self.visit(children[0])  # type: ignore[arg-type]
-        operator_tree, operand = children
-        assert isinstance(operator_tree, lark.Tree) and isinstance(operand, lark.Tree)
-        function = self.activation.resolve_function(_OPERATORS[operator_tree.data])
-        args = [self.visit(child) for child in (*operator_tree.children, operand)]  # type: ignore[arg-type]
-        try:
-            return function(*args)
-        except _OPERATOR_ERRORS as ex:
-            return CELEvalError(f"{operator_tree.data} failed", ex.__class__, ex.args, tree=tree)
-
-    relation = addition = multiplication = unary = _operator
-
-    def literal(self, tree: lark.Tree[lark.Token]) -> Any:
-        """A constant (cost 0), parsed once per token."""
-        token = tree.children[0]
-        assert isinstance(token, lark.Token)
-        key = (token.type, token.value)
-        if key in _LITERALS:
-            return _LITERALS[key]
-        value = super().literal(tree)
-        if not isinstance(value, CELEvalError):
-            if len(_LITERALS) >= 4096:
-                _LITERALS.clear()
-            _LITERALS[key] = value
-        return value
-
-    def primary(self, tree: lark.Tree[lark.Token]) -> Any:
-        """Literals, variables (charged 1) and calls without celpy's per-lookup typing casts; literal lists and
-        maps are charged here and built by celpy; a call is charged by its function."""
-        child = tree.children[0]
-        assert isinstance(child, lark.Tree)
-        kind = child.data
-        if kind == "literal":
-            return self.literal(child)
-        if kind == "ident":
-            self.budget.spend(1)
-            name = child.children[0].value  # type: ignore[union-attr]
-            container: NameContainer | None = self.activation.identifiers
-            while container is not None:  # the innermost binding, as celpy's resolution without a package
-                if name in container:
-                    return container[name].value
-                container = container.parent
-            if name in evaluation.base_functions:  # a type such as `int` (`type(x) == int`): not the costed call
-                return evaluation.base_functions[name]
-            return super().primary(tree)  # a function's name, or the undeclared-reference error value
-        if kind == "ident_arg" and child.children[0] not in ("has", "dyn"):
-            args = self.visit(child.children[1]) if len(child.children) == 2 else ()  # type: ignore[arg-type]
-            return self._invoke(child.children[0], (), args)
-        cost = _PRIMARY.get(kind)
-        if cost:
-            self.budget.spend(cost)
-        return super().primary(tree)
-
-    def exprlist(self, tree: lark.Tree[lark.Token]) -> Any:
-        """Arguments and list items: the first error among them, or the list."""
-        values = [self.visit(child) for child in tree.children]  # type: ignore[arg-type]
-        for value in values:
-            if isinstance(value, CELEvalError):
-                return value
-        return celtypes.ListType(values)
-
-    def _invoke(self, token: Any, target: tuple[Any, ...], args: Any) -> Any:
-        """A call as celpy makes it: an error among the receiver and arguments is the result, and the function's
-        ValueError, TypeError and AttributeError become error values."""
-        try:
-            function = self.activation.resolve_function(token.value)
-        except KeyError as ex:
-            return CELEvalError(f"undeclared reference to '{token}'", ex.__class__, ex.args, token=token)
-        if isinstance(args, CELEvalError):
-            return args
-        values = (*target, *args)
-        for value in values:
-            if isinstance(value, CELEvalError):
-                return value
-        try:
-            return function(*values)
-        except ValueError as ex:
-            return CELEvalError("return error for overflow", ex.__class__, ex.args, token=token)
-        except (TypeError, AttributeError) as ex:
-            return CELEvalError("no such overload", ex.__class__, ex.args, token=token)
-
-    def _select(self, tree: lark.Tree[lark.Token]) -> Any:
-        """A field selection or an index: 1, then as celpy."""
-        self.budget.spend(1)
-        return getattr(super(), tree.data)(tree)
-
-    member_dot = member_index = _select
-
-    def _logical(self, tree: lark.Tree[lark.Token], combine: Callable[[Any, Any], Any], decides: bool) -> Any:
-        """`a || b` (`a && b`) without evaluating b when a is true (false), as cel-go; the result is the same."""
-        children = tree.children
-        if len(children) == 1:
-            return self.visit(children[0])  # type: ignore[arg-type]
-        left = self.visit(children[0])  # type: ignore[arg-type]
-        if isinstance(left, celtypes.BoolType) and bool(left) is decides:
-            return left
-        return combine(left, self.visit(children[1]))  # type: ignore[arg-type]
-
-    conditionalor = functools.partialmethod(_logical, combine=_OR, decides=True)
-    conditionaland = functools.partialmethod(_logical, combine=_AND, decides=False)
-
-    def _body(self, tree: lark.Tree[lark.Token], errors_raise: bool) -> Callable[[Any], Any]:
-        """A macro's body as a function of its variable. One nested activation serves every element, the variable
-        rebound each time (celpy clones the whole activation per element, half an iteration's time). An error
-        value is raised for `map`, `filter` and `exists_one`, and returned for `all` and `exists`, as celpy."""
-        variable, body = tree.children[2].children  # type: ignore[union-attr]
-        assert isinstance(variable, lark.Tree) and isinstance(body, lark.Tree)
-        (ident,) = variable.find_data("ident")
-        binding = Referent()
-        activation = Activation(functions=self.activation.functions.maps[0], based_on=self.activation)
-        activation.identifiers[str(ident.children[0])] = binding
-        evaluator = CostEvaluator(body, activation, self.budget)
-
-        def run(item: Any) -> Any:
-            binding.value = item
-            value = evaluator.visit(body)
-            if errors_raise and isinstance(value, CELEvalError):
-                raise value
-            return value
-
-        return run
-
-    def member_dot_arg(self, tree: lark.Tree[lark.Token]) -> Any:
-        """A method call, or a comprehension macro iterated here so that each element is charged."""
-        children = tree.children
-        name = str(children[1])
-        per = _ITERATION.get(name)
-        if per is None:
-            target = self.visit(children[0])  # type: ignore[arg-type]
-            args = self.visit(children[2]) if len(children) == 3 else ()  # type: ignore[arg-type]
-            return self._invoke(children[1], (target,), args)
-        items = self.visit(children[0])  # type: ignore[arg-type]
-        if isinstance(items, CELEvalError):
-            return items
-        spend, kept = self.budget.spend, _KEPT.get(name, 0)
-        if name in ("all", "exists"):
-            body = self._body(tree, errors_raise=False)
-            combine, decides = (_AND, False) if name == "all" else (_OR, True)
-            result: Any = celtypes.BoolType(not decides)
-            for item in items:
-                spend(per)
-                result = combine(result, body(item))
-                if isinstance(result, celtypes.BoolType) and bool(result) is decides:
-                    break
-            return result
-        body, built = self._body(tree, errors_raise=True), []
-        for item in items:
-            spend(per)
-            value = body(item)
-            if name == "map":
-                built.append(value)
-            elif value:
-                spend(kept)
-                built.append(item)
-        return celtypes.BoolType(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)

@@ -12,7 +12,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import celpy
 import lark
@@ -21,7 +21,8 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import Activation, celstr
 
 from engine.cluster.matching.cel_check import MAX_CODE_POINTS, check, limits, normalize
-from engine.cluster.matching.cel_cost import Budget, CostEvaluator, CostLimitExceededError, costed_activation
+from engine.cluster.matching.cel_closures import Evaluate, compile_closure
+from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError
 from engine.cluster.matching.cel_decls import OVERLOADS
 from engine.cluster.matching.cel_functions import EXTENSION_FUNCTIONS
 from engine.cluster.matching.cel_parser_table import install_parser
@@ -32,6 +33,7 @@ __all__ = [
     "EXPRESSION_LIMIT",
     "PER_CLUSTER_LIMIT",
     "CelCompileError",
+    "CelOutcome",
     "CelProgram",
     "CompiledExpression",
     "compile_expression",
@@ -227,6 +229,16 @@ def make_functions(inventory: Inventory) -> dict[str, Callable[..., Any]]:
     return {**EXTENSION_FUNCTIONS, "scores": scores}
 
 
+class CelOutcome(NamedTuple):
+    """One evaluation of a selector's expressions on one cluster: a pure function of the values it read."""
+
+    matched: bool
+    cost: int
+    """Cost units charged, over all expressions run (past a limit: what was charged up to the stop)."""
+    stopped: int | None
+    """The index of the expression stopped at a cost limit, None when none was."""
+
+
 class CelProgram:
     """The expressions of one cluster selector, bound to one evaluation's functions.
 
@@ -239,18 +251,24 @@ class CelProgram:
         self.expressions = expressions
         self._budget = Budget()
         self._base = activation
-        self._activation: Activation | None = None
-        """Built at the first evaluation (a tenth of a millisecond): most programs only meet cached outcomes."""
-        self._last: tuple[Any, int | None] | None = None
+        self._compiled: list[Evaluate] = []
+        """The expressions' evaluations, compiled at their first use: most programs only meet cached outcomes."""
+        self._last: tuple[Any, CelOutcome] | None = None
         self.stopped = 0
         """How many of this program's `matches` calls were stopped at a limit."""
 
     def matches(self, cluster: Any) -> bool:
         """True when every expression returns true; any error or a stopped evaluation is False."""
         matched, stopped = self._run(cluster)
-        self._last = (cluster, stopped)
+        self._last = (cluster, CelOutcome(matched, self._budget.used, stopped))
         self.stopped += stopped is not None
         return matched
+
+    @property
+    def last(self) -> CelOutcome:
+        """The outcome of the last `matches` call."""
+        assert self._last is not None
+        return self._last[1]
 
     @property
     def spent(self) -> int:
@@ -262,19 +280,18 @@ class CelProgram:
         answer when it was for this very value, else found by evaluating again (not counted in `stopped`)."""
         last = self._last
         if last is not None and last[0] is cluster:
-            return last[1]
+            return last[1].stopped
         return self._run(cluster)[1]
 
     def _run(self, cluster: Any) -> tuple[bool, int | None]:
-        budget, activation = self._budget, self._activation
-        if activation is None:
-            activation = self._activation = costed_activation(self._base, budget)
+        budget, compiled = self._budget, self._compiled
         budget.used = 0
-        context = {_CLUSTER_VARIABLE: cluster}
         for index, expression in enumerate(self.expressions):
             budget.start(EXPRESSION_LIMIT, PER_CLUSTER_LIMIT)
             try:
-                value = CostEvaluator(expression.ast, activation, budget).evaluate(context)
+                if index == len(compiled):  # compiled where a failure (a RecursionError) is a runtime error
+                    compiled.append(compile_closure(expression.ast, self._base, budget))
+                value = compiled[index](cluster)
             except CostLimitExceededError:
                 return False, index
             except Exception:  # CELEvalError, or a function failing in any way: a runtime error

@@ -107,9 +107,16 @@ def _normalize(text: str) -> str:
     return ".".join(parts) + sep + rest
 
 
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Semver:
+    """A version parsed once: a fleet reports few distinct versions, and parsing is most of a semver test (a
+    Semver is never changed once made; a bad string raises, which is not kept)."""
+    return Semver(text)
+
+
 def cel_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> Semver:
     """`semver(s)` / `semver(s, normalize)`; a bad string is a runtime error."""
-    return Semver(_normalize(str(text)) if normalize else str(text))
+    return _parsed(_normalize(str(text)) if normalize else str(text))
 
 
 def cel_is_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> celtypes.BoolType:

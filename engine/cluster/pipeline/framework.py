@@ -19,6 +19,7 @@ from engine.cluster.fleet.ids import Fleet, Ids
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.pipeline.compiled import CompiledPlacement
 from engine.cluster.pipeline.status import SUCCESS, PluginStatus
+from engine.core import CEL_PLACEMENT_BUDGET
 from engine.inventory import Inventory
 from topics.placement import Placement
 
@@ -85,6 +86,8 @@ class EvalContext:
     """Keep every prioritizer's raw scores (explain data, K4); otherwise scores may go straight into totals."""
     current_ids: Ids | None = None
     """`current` as the fleet's ids when the caller already has them (None: converted when read)."""
+    cel_budget: int = CEL_PLACEMENT_BUDGET
+    """CEL cost units this evaluation may spend over all candidates (C17)."""
 
     @property
     def inventory(self) -> Inventory:

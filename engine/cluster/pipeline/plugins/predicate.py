@@ -1,13 +1,18 @@
-"""Predicate filter (spec C6–C16): predicates are ORed; label AND claim AND CEL within one.
+"""Predicate filter (spec C6–C17): predicates are ORed; label AND claim AND CEL within one.
 
 A CEL evaluation stopped at the cost limit is "no match" for that cluster, like any runtime error; the filter then
 also reports a Warning naming the first stopped expression (in spec order) among the placement's candidates.
+
+One evaluation of a placement spends at most its budget of cost units (C17): its candidates are charged in
+predicate order, then name order, each at the cost its outcome had (a cached outcome is charged as if evaluated
+again, so the answer never depends on what was cached); from the cluster that takes the total past the budget on,
+no CEL expression of the placement is evaluated (no match), and the Warning says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,118 +20,173 @@ from numpy.typing import NDArray
 from engine.cluster.fleet.ids import Ids
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching.cel_env import CelProgram
-from engine.cluster.matching.selectors import EVERYTHING
+from engine.cluster.matching.selectors import EVERYTHING, Selector
 from engine.cluster.pipeline.compiled import CompiledSelector
 from engine.cluster.pipeline.framework import EvalContext, FilterResult
 from engine.cluster.pipeline.status import SUCCESS, Code, PluginStatus
 
 __all__ = ["PredicateFilter", "StoppedCount", "stopped_count"]
 
-_STOPPED = "\x00stopped\x00"
-"""Prefix of the outcome keys that record whether an evaluation was stopped (with the index of the expression after
-a space: at that one). No expression list starts with NUL (it would not compile), so these never meet an outcome
-key."""
-_EVER_STOPPED: set[str] = set()
-"""The expression lists (outcome keys) some evaluation in this process was stopped on. Only their cached "no match"
-outcomes can be stopped evaluations, so only they are probed: skipping the others saves a cache lookup per cluster
-and changes no answer. Past _EVER_STOPPED_KEPT lists every list is probed (one forgotten would lose its Warning)."""
-_EVER_STOPPED_KEPT = 10_000
 _SHOWN = 200
 """Characters of a stopped expression quoted in the Warning."""
-
-Stops = tuple[tuple[str, NDArray[np.bool_]], ...]
-"""(expression text, fleet mask of the clusters it was stopped on), in spec order."""
+_NOT_STOPPED = -1
 
 
 @dataclass(slots=True)
 class StoppedCount:
-    """How many CEL evaluations were stopped at the cost limit while matching against one view."""
+    """CEL work stopped while matching against one view (outcomes taken from caches are not evaluations)."""
 
     count: int = 0
+    """CEL evaluations of a cluster stopped at the cost limit (C15)."""
+    budget: int = 0
+    """Placement evaluations stopped by their budget (C17)."""
 
 
 def stopped_count(view: InventoryView) -> StoppedCount:
-    """The view's count of stopped CEL evaluations (outcomes taken from caches are not evaluations)."""
+    """The view's counts of stopped CEL work."""
     return view.memo(("Predicate", "stopped CEL evaluations"), StoppedCount)
 
 
-class _StopProbe(CelProgram):
-    """Whether the program's evaluation on a cluster was stopped (at expression `index`, or at any when None).
+class _Outcomes:
+    """One selector's CEL outcomes on one view, by fleet id, filled as placements ask for them: every placement
+    with the same expressions shares them, and each charges its own budget with their costs."""
 
-    It answers through `view.cel_matches` under its own key, so the answer is kept exactly as long as the
-    outcome it qualifies (same cluster object, same values read, same version): a cached "no match" is told
-    apart from a stopped evaluation without evaluating again. On a miss it asks the program, which remembers its
-    last evaluation (and evaluates again only if that was another cluster's)."""
+    __slots__ = ("any_stopped", "cost", "known", "matched", "program", "selector", "stopped", "view")
 
-    def __init__(self, program: CelProgram, index: int | None = None) -> None:  # no CelProgram state: it asks `program`
-        self.program = program
-        self._index = index
+    def __init__(self, view: InventoryView, selector: CompiledSelector) -> None:
+        size = len(view.fleet())
+        self.view, self.selector = view, selector
+        self.known = np.zeros(size, dtype=np.bool_)
+        self.matched = np.zeros(size, dtype=np.bool_)
+        self.cost = np.zeros(size, dtype=np.int64)
+        self.stopped = np.full(size, _NOT_STOPPED, dtype=np.int32)
+        """The index of the expression stopped at the cost limit on each cluster, or _NOT_STOPPED."""
+        self.program: CelProgram | None = None
+        self.any_stopped = False
+        """Whether some cluster's evaluation was stopped at the cost limit (else `stopped` needs no look)."""
 
-    def matches(self, cluster: Any) -> bool:
-        """Stopped, or stopped at `index`."""
-        stopped = self.program.stopped_at(cluster)
-        return stopped is not None and (self._index is None or stopped == self._index)
+    def settle(self, pool: Ids, allowance: int) -> tuple[int, int]:
+        """How many of `pool`'s clusters, in order, fit in `allowance` cost units, and what they cost; evaluates
+        those not known yet, and the first one past the allowance, then no more."""
+        if not self.known[pool].all():
+            self._fill(pool, allowance)
+        costs = self.cost[pool]
+        total = int(costs.sum())
+        if total <= allowance:  # the usual case
+            return len(pool), total
+        totals = np.cumsum(costs)
+        cut = int(np.searchsorted(totals, allowance, side="right"))
+        return cut, int(totals[cut - 1]) if cut else 0
+
+    def _fill(self, pool: Ids, allowance: int) -> None:
+        view, selector = self.view, self.selector
+        program = self.program
+        if program is None:
+            program = self.program = CelProgram(selector.cel, view.cel_activation())
+        names = view.fleet().names
+        known, cost = self.known, self.cost
+        stopped_before = program.stopped
+        total = 0
+        for index in pool.tolist():
+            if not known[index]:
+                outcome = view.cel_outcome(
+                    (selector.cel_key, names[index]), selector.cel_pure, program, selector.cel_reads
+                )
+                known[index] = True
+                self.matched[index] = outcome.matched
+                cost[index] = outcome.cost
+                if outcome.stopped is not None:
+                    self.stopped[index] = outcome.stopped
+                    self.any_stopped = True
+            total += int(cost[index])
+            if total > allowance:
+                break
+        stopped_count(view).count += program.stopped - stopped_before
 
 
-def _stopped_at(view: InventoryView, selector: CompiledSelector, name: str, probe: _StopProbe, key: str) -> int | None:
-    """The expression stopped on cluster `name` (whose outcome was "no match"), None when none was. `key` is the
-    probe's outcome key (one string per selector: the caches keep it once per cluster)."""
-    pure, reads = selector.cel_pure, selector.cel_reads
-    if not view.cel_matches((key, name), pure, probe, reads):
-        return None
-    if len(selector.cel) == 1:
-        return 0
-    for index in range(len(selector.cel)):
-        indexed = f"\x00stopped {index}\x00{selector.cel_key}"
-        if view.cel_matches((indexed, name), pure, _StopProbe(probe.program, index), reads):
-            return index
-    return None
+@dataclass(slots=True)
+class _Match:
+    """One placement's matching: what passed, and why CEL work was stopped (the first reason in spec order)."""
+
+    passed: list[Ids]
+    spent: int = 0
+    limit_stop: str | None = None
+    """The first expression stopped at the cost limit on a candidate (C15)."""
+    budget_stop: str | None = None
+    """The expression whose evaluation took the placement past its budget (C17)."""
+    skipped: tuple[Ids, ...] = ()
+    """Candidates whose CEL was not evaluated for want of budget."""
 
 
-def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...]) -> tuple[NDArray[np.bool_], Stops]:
-    """Every cluster of the inventory that matches at least one predicate, and where CEL was stopped."""
-    remaining = view.names()
-    matched: set[str] = set()
-    stops: list[tuple[str, set[str]]] = []
-    for selector in predicates:
+def _mask(view: InventoryView, source: str, selector: Selector) -> NDArray[np.bool_]:
+    """The clusters a label or claim selector selects, over the fleet's ids (once per view)."""
+    return view.memo(("Predicate", source, selector), lambda: view.fleet().mask(view.selected(source, selector)))
+
+
+def _cel(view: InventoryView, selector: CompiledSelector, pool: Ids, budget: int, found: _Match) -> Ids:
+    """The clusters of `pool` the selector's expressions match within what is left of the budget."""
+    if found.budget_stop is not None:
+        found.skipped = (*found.skipped, pool)
+        return pool[:0]
+    outcomes = view.memo(("Predicate", "CEL", selector.cel_key), lambda: _Outcomes(view, selector))
+    cut, spent = outcomes.settle(pool, budget - found.spent)
+    inside = pool if cut == len(pool) else pool[:cut]
+    found.spent += spent
+    if found.limit_stop is None and outcomes.any_stopped:
+        stopped = outcomes.stopped[inside]
+        stopped = stopped[stopped != _NOT_STOPPED]
+        if len(stopped):
+            found.limit_stop = selector.cel[int(stopped.min())].text
+    if cut < len(pool):
+        crossing = int(outcomes.stopped[pool[cut]])
+        found.budget_stop = selector.cel[max(crossing, 0)].text
+        found.skipped = (*found.skipped, pool[cut:])
+    return inside[outcomes.matched[inside]]
+
+
+def _matching(view: InventoryView, predicates: tuple[CompiledSelector, ...], candidates: Ids, budget: int) -> _Match:
+    """The candidates that match at least one predicate, charged against the placement's CEL budget."""
+    remaining = candidates
+    found = _Match([])
+    last = len(predicates) - 1
+    for number, selector in enumerate(predicates):
         pool = remaining
         if selector.labels != EVERYTHING:
-            pool = pool & view.selected("label", selector.labels)
+            pool = pool[_mask(view, "label", selector.labels)[pool]]
         if selector.claims != EVERYTHING:
-            pool = pool & view.selected("claim", selector.claims)
-        if selector.cel and pool:
-            program = CelProgram(selector.cel, view.cel_activation())
-            probe, probe_key = _StopProbe(program), _STOPPED + selector.cel_key
-            text, pure, reads = selector.cel_key, selector.cel_pure, selector.cel_reads
-            kept: set[str] = set()
-            stopped: dict[int, set[str]] = {}
-            probing = text in _EVER_STOPPED or len(_EVER_STOPPED) >= _EVER_STOPPED_KEPT
-            for name in pool:
-                if view.cel_matches((text, name), pure, program, reads):
-                    kept.add(name)
-                    continue
-                if not probing:
-                    if not program.stopped:
-                        continue
-                    _EVER_STOPPED.add(text)
-                    probing = True
-                index = _stopped_at(view, selector, name, probe, probe_key)
-                if index is not None:
-                    stopped.setdefault(index, set()).add(name)
-            stops.extend((selector.cel[index].text, stopped[index]) for index in sorted(stopped))
-            stopped_count(view).count += program.stopped
-            pool = frozenset(kept)
-        matched |= pool
-        remaining -= pool
-        if not remaining:
+            pool = pool[_mask(view, "claim", selector.claims)[pool]]
+        if selector.cel and len(pool):
+            pool = _cel(view, selector, pool, budget, found)
+        found.passed.append(pool)
+        if number == last:
             break
-    fleet = view.fleet()
-    return fleet.mask(matched), tuple((text, fleet.mask(names)) for text, names in stops)
+        taken = np.zeros(len(view.fleet()), dtype=np.bool_)
+        taken[pool] = True
+        remaining = remaining[~taken[remaining]]
+        if not len(remaining):
+            break
+    return found
 
 
-def _warning(text: str) -> PluginStatus:
-    shown = text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
-    return PluginStatus(Code.WARNING, PredicateFilter.NAME, f'CEL expression "{shown}" stopped: cost limit exceeded')
+def _shown(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _status(found: _Match, budget: int) -> PluginStatus:
+    """The Warning of a stopped evaluation: the placement's budget (C17) before an expression's own limit (C15)."""
+    name = PredicateFilter.NAME
+    if found.budget_stop is not None:
+        skipped = len(np.unique(np.concatenate(found.skipped)))
+        message = (
+            f'CEL expression "{_shown(found.budget_stop)}" stopped: placement budget of {budget} cost units '
+            f"exceeded, {skipped} clusters not evaluated"
+        )
+        return PluginStatus(Code.WARNING, name, message)
+    if found.limit_stop is not None:
+        return PluginStatus(
+            Code.WARNING, name, f'CEL expression "{_shown(found.limit_stop)}" stopped: cost limit exceeded'
+        )
+    return SUCCESS
 
 
 class PredicateFilter:
@@ -143,9 +203,11 @@ class PredicateFilter:
             return FilterResult(candidates[:0], PluginStatus.misconfigured(self.NAME, compiled.predicate_error))
         if not ctx.placement.spec.predicates:
             return FilterResult(candidates)
-        # thousands of placements share a handful of predicate lists: match each once per inventory version,
-        # over the whole inventory, and keep the candidates in the set
-        view = ctx.view
-        matched, stops = view.memo((self.NAME, compiled.predicate_key), lambda: _matching(view, compiled.predicates))
-        status = next((_warning(text) for text, mask in stops if mask[candidates].any()), SUCCESS)
-        return FilterResult(candidates[matched[candidates]], status)
+        # thousands of placements share a handful of predicate lists: the selectors' answers and the CEL outcomes
+        # are kept per inventory version (`_mask`, `_Outcomes`), and each placement reads its candidates' there
+        found = _matching(ctx.view, compiled.predicates, candidates, ctx.cel_budget)
+        if found.budget_stop is not None:
+            stopped_count(ctx.view).budget += 1
+        parts = found.passed
+        passed = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))  # each part is in id order
+        return FilterResult(passed, _status(found, ctx.cel_budget))

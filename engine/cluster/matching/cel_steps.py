@@ -1,0 +1,207 @@
+"""The closures `cel_closures` assembles a compiled CEL expression from, one factory per kind of step.
+
+Each step charges the budget what `cel_cost` charges for it, in the same order, and makes the values and error
+values cel-python's interpreter makes (field selection and indexing of maps, map literals, the comprehension
+loops); the plain dict lookup stands in for a map's own where the key is a string, which is all the map does.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import lark
+from celpy import celtypes
+from celpy.evaluation import CELEvalError, NameContainer, celbytes, celstr
+
+from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OR, Budget, CostLimitExceededError
+
+__all__ = [
+    "Env",
+    "Node",
+    "collecting",
+    "indexing",
+    "literal_value",
+    "map_literal",
+    "selection",
+    "short_circuit",
+    "unpack_error",
+]
+
+Env = list[Any]
+"""Slot 0 the cluster, then one slot per comprehension variable."""
+Node = Callable[[Env], Any]
+
+_BOOL, _STRING, _MAP = celtypes.BoolType, celtypes.StringType, celtypes.MapType
+_dict_get: Callable[[Any, Any, Any], Any] = dict.get
+_MISSING = object()
+
+
+def selection(base: Node, field: str, budget: Budget, tree: lark.Tree[Any]) -> Node:
+    """`base.field`: 1, then the field of a map, or celpy's error for anything else."""
+
+    def select(env: Env) -> Any:
+        budget.used += 1
+        if budget.used > budget.ceiling:
+            raise CostLimitExceededError
+        member = base(env)
+        if type(member) is _MAP:
+            found = _dict_get(member, field, _MISSING)
+            if found is not _MISSING:
+                return found
+            return CELEvalError(f"no such member in mapping: {field!r}", KeyError, None, tree=tree)
+        return _select_other(member, field, tree)
+
+    return select
+
+
+def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Budget, tree: lark.Tree[Any]) -> Node:
+    """`target[index]`: 1, then `_[_]` with celpy's error values for its failures."""
+    plain = function is operator.getitem
+    spend = budget.spend
+
+    def item(env: Env) -> Any:
+        spend(1)
+        member, key = target(env), index(env)
+        if plain and type(member) is _MAP and type(key) is _STRING:
+            found = _dict_get(member, key, _MISSING)
+            if found is not _MISSING:
+                return found
+            return CELEvalError("no such key", KeyError, (key,), tree=tree)
+        try:
+            return function(member, key)
+        except TypeError as ex:
+            message = f"found no matching overload for _[_] applied to '({type(member)}, {type(key)})'"
+            return CELEvalError(message, ex.__class__, ex.args, tree=tree)
+        except KeyError as ex:
+            return CELEvalError("no such key", ex.__class__, ex.args, tree=tree)
+        except IndexError as ex:
+            return CELEvalError("invalid_argument", ex.__class__, ex.args, tree=tree)
+
+    return item
+
+
+def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Node:
+    """`{k: v, ...}`: 30, then every key and value in order; a duplicate or invalid key is an error value (at the
+    primary, as celpy words it); error values among the entries are kept as entries."""
+    spend = budget.spend
+
+    def mapped(env: Env) -> Any:
+        spend(30)
+        if not parts:
+            return celtypes.MapType()
+        try:
+            values = [part(env) for part in parts]
+            result = celtypes.MapType()
+            for key, value in zip(values[0::2], values[1::2], strict=True):
+                if key in result:
+                    raise ValueError(f"Duplicate key {key!r}")
+                result[key] = value
+            return result
+        except (ValueError, TypeError) as ex:
+            return CELEvalError(ex.args[0], ex.__class__, ex.args, tree=where)
+
+    return mapped
+
+
+def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Budget) -> Node:
+    """`all` (decides on false) or `exists` (on true): the body's error values are combined, not raised."""
+    combine, per = (OR, ITERATION["exists"]) if decides else (AND, ITERATION["all"])
+
+    def loop(env: Env) -> Any:
+        listed = items(env)
+        if isinstance(listed, CELEvalError):
+            return listed
+        result: Any = _BOOL(not decides)
+        for item in listed:
+            budget.used += per
+            if budget.used > budget.ceiling:
+                raise CostLimitExceededError
+            env[slot] = item
+            value = body(env)
+            if type(value) is _BOOL and type(result) is _BOOL:  # both plain: what `combine` returns
+                result = value
+                if bool(value) is decides:
+                    break
+                continue
+            result = combine(result, value)
+            if isinstance(result, _BOOL) and bool(result) is decides:
+                break
+        return result
+
+    return loop
+
+
+def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) -> Node:
+    """`map`, `filter` and `exists_one`: an error value of the body is raised, as celpy raises it."""
+    per, kept = ITERATION[name], KEPT.get(name, 0)
+    mapping = name == "map"
+
+    def loop(env: Env) -> Any:
+        listed = items(env)
+        if isinstance(listed, CELEvalError):
+            return listed
+        built = []
+        spend = budget.spend
+        for item in listed:
+            spend(per)
+            env[slot] = item
+            value = body(env)
+            if isinstance(value, CELEvalError):
+                raise value
+            if mapping:
+                built.append(value)
+            elif value:
+                spend(kept)
+                built.append(item)
+        return _BOOL(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)
+
+    return loop
+
+
+def unpack_error(items: Node) -> Node:
+    def failing(env: Env) -> Any:
+        listed = items(env)
+        if isinstance(listed, CELEvalError):
+            return listed
+        raise ValueError("too many values to unpack (expected 2)")
+
+    return failing
+
+
+def _select_other(member: Any, field: str, tree: lark.Tree[Any]) -> Any:
+    """A field selection on anything but a map, as celpy words each case."""
+    if isinstance(member, CELEvalError):
+        return member
+    if isinstance(member, NameContainer):
+        if field in member:
+            return member[field].value
+        return CELEvalError(f"No {field!r} in bindings {sorted(member.keys())}", KeyError, None, tree=tree)
+    if isinstance(member, celtypes.MessageType):
+        return member.get(field)
+    if isinstance(member, celtypes.MapType):
+        try:
+            return member[field]
+        except KeyError:
+            return CELEvalError(f"no such member in mapping: {field!r}", KeyError, None, tree=tree)
+    message = f"{member!r} with type: '{type(member)}' does not support field selection"
+    return CELEvalError(message, TypeError, None, tree=tree)
+
+
+def literal_value(token: Any) -> Any:
+    """celpy's value of a literal token (a ValueError for one it cannot make)."""
+    kind, text = token.type, token.value
+    if kind == "FLOAT_LIT":
+        return celtypes.DoubleType(text)
+    if kind == "INT_LIT":
+        return celtypes.IntType(text)
+    if kind == "UINT_LIT":
+        return celtypes.UintType(text[:-1])
+    if kind in ("MLSTRING_LIT", "STRING_LIT"):
+        return celstr(token)
+    if kind == "BYTES_LIT":
+        return celbytes(token)
+    if kind == "BOOL_LIT":
+        return _BOOL(text.lower() == "true")
+    return None  # NULL_LIT
