@@ -242,7 +242,8 @@ class CostlyEngine(Protocol):
     other subject's decision and, in the service, no other task's commit."""
 
     def costly(self, key: str, state: Any) -> bool:
-        """Whether deciding the subject is expected to be costly, from its state alone (deterministic)."""
+        """Whether deciding the subject is expected to be costly, from its state and what the engine saw of its
+        earlier decisions; deterministic for the same inputs."""
         ...
 
 

@@ -315,6 +315,11 @@ class ClusterPlacementEngine:
         """CEL evaluations stopped at their cost limit, placement evaluations stopped by their budget."""
         return {"cel_evaluations_stopped": self.cel_evaluations_stopped, "cel_budget_stops": self.cel_budget_stops}
 
+    def costly(self, key: str, state: PlacementState) -> bool:
+        """A placement whose last evaluation its CEL budget stopped (C17) is decided after the other subjects of a
+        batch (platform P14): it will most likely spend its whole budget again."""
+        return key in self._budget_streaks
+
     def take_notices(self) -> list[tuple[str, str]]:
         """Each placement stopped by its CEL budget again since the last call (N3), by key."""
         repeated, self._repeated = self._repeated, {}

@@ -14,7 +14,7 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import Activation
 
 from engine.cluster.matching.cel_env import CelProgram, compile_expression, make_functions
-from engine.core import CEL_PLACEMENT_BUDGET
+from engine.core import CEL_PLACEMENT_BUDGET, CostlyEngine
 from engine.inventory import Inventory
 from streams.replay import Replayer
 from streams.settings import Settings
@@ -131,3 +131,25 @@ def test_hostile_placement_stopped_again_is_noted_with_its_key(
     [(key, message)] = replayer.runtime.take_notices()
     assert key == "Placement/tenant/hostile"
     assert "stopped by its placement budget again (2 in a row)" in message
+
+
+def test_a_placement_stopped_by_its_budget_is_decided_after_the_others_of_its_batch(
+    replayed: tuple[Replayer, dict[str, dict[str, Any]]],
+) -> None:
+    """Once stopped by its budget it is costly (platform P14): a batch that changes it and a placement whose key
+    sorts after it decides the other placement first."""
+    replayer, _ = replayed
+    hostile, later = "Placement/tenant/hostile", "Placement/tenant/z-canary"
+    replayer.feed(_placement("z-canary", CANARY))
+    engine = replayer.runtime.engine_for(hostile)
+    assert isinstance(engine, CostlyEngine)
+    assert engine.costly(hostile, replayer.runtime.states[hostile])
+    assert not engine.costly(later, replayer.runtime.states[later])
+    replayer.out = out = io.BytesIO()
+    # one line, one batch: a new prod cluster in the set moves both the hostile placement and the canary
+    labels = {SET_LABEL: "tenant", "env": "prod"}
+    replayer.feed(_line("cluster-status", "ManagedCluster/tenant-new", "managedcluster.applied",
+                        cluster("tenant-new", labels)))  # fmt: skip
+    decided = [orjson.loads(raw)["key"] for raw in out.getvalue().splitlines()]
+    decided = [key for key in decided if key in (hostile, later)]
+    assert decided == [later, hostile]
