@@ -76,6 +76,9 @@ class ClusterPlacementEngine:
         """Placement evaluations stopped by their CEL budget (C17)."""
         self._budget_streaks: dict[str, int] = {}
         """Placements whose last evaluation was stopped by its budget: how many in a row (derived, not persisted)."""
+        self._evaluated: dict[str, Placement] = {}
+        """Each placement's spec as of its last evaluation (derived, not persisted): a spec with CEL not evaluated
+        yet may cost its whole budget (`costly`)."""
         self._repeated: dict[str, int] = {}
         """Placements stopped by their budget again since `take_notices` last ran, with their streak."""
 
@@ -129,6 +132,7 @@ class ClusterPlacementEngine:
         finally:
             self.cel_evaluations_stopped += stopped.count - before
             if not explain:
+                self._evaluated[key] = placement
                 self._follow_budget(key, stopped.budget > budget_before)
 
     def _follow_budget(self, key: str, stopped: bool) -> None:
@@ -254,6 +258,7 @@ class ClusterPlacementEngine:
             self._compiled.pop(key, None)
             self._ranges.pop(key, None)
             self._budget_streaks.pop(key, None)
+            self._evaluated.pop(key, None)
             return
         placement, published = state.placement, state.published
         compiled = self.compiled(key, placement)
@@ -316,9 +321,17 @@ class ClusterPlacementEngine:
         return {"cel_evaluations_stopped": self.cel_evaluations_stopped, "cel_budget_stops": self.cel_budget_stops}
 
     def costly(self, key: str, state: PlacementState) -> bool:
-        """A placement whose last evaluation its CEL budget stopped (C17) is decided after the other subjects of a
-        batch (platform P14): it will most likely spend its whole budget again."""
-        return key in self._budget_streaks
+        """Decided after the other subjects of a batch (platform P14): a placement whose last evaluation its CEL
+        budget stopped (C17), which will most likely spend it again, and one whose CEL has not been evaluated in
+        this spec yet, which may."""
+        if key in self._budget_streaks:
+            return True
+        placement = state.placement
+        return self._evaluated.get(key) is not placement and any(
+            p.required_cluster_selector.cel_selector is not None
+            and p.required_cluster_selector.cel_selector.cel_expressions
+            for p in placement.spec.predicates
+        )
 
     def take_notices(self) -> list[tuple[str, str]]:
         """Each placement stopped by its CEL budget again since the last call (N3), by key."""
