@@ -365,3 +365,25 @@ def test_values_schema_names_every_value() -> None:
         if isinstance(value, dict) and inner is not None:
             missing += [f"{key}.{k}" for k in value if k not in inner]
     assert missing == []
+
+
+def test_chart_and_the_committed_strimzi_resources_agree(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """Installed as deploy/README.md says, the processor logs in as the KafkaUser made for it (whose Secret, named
+    after it, holds the password), in the group its ACLs name, on topics with the chart's partition count."""
+    strimzi = ROOT / "deploy" / "strimzi"
+    users = {u["metadata"]["name"]: u for u in yaml.safe_load_all((strimzi / "kafka-users.yaml").read_text())}
+    topics = list(yaml.safe_load_all((strimzi / "kafka-topics.yaml").read_text()))
+    documents = rendered["strimzi-scram"]
+    env = _environment(documents)
+    processor = users[env["PLACEMENT_KAFKA__SASL_USERNAME"]]
+    assert processor["metadata"]["labels"]["placement-stream/principal"] == "processor"
+    groups = [
+        a["resource"]["name"] for a in processor["spec"]["authorization"]["acls"] if a["resource"]["type"] == "group"
+    ]
+    assert groups == [env["PLACEMENT_KAFKA__GROUP_ID"]]
+    volumes = _one(documents, "StatefulSet")["spec"]["template"]["spec"]["volumes"]
+    (secrets,) = [v["projected"]["sources"] for v in volumes if v["name"] == "secrets"]
+    password = PurePosixPath(env["PLACEMENT_KAFKA__SASL_PASSWORD_FILE"]).name
+    (source,) = [s["secret"] for s in secrets if s["secret"]["items"][0]["path"] == password]
+    assert (source["name"], source["items"][0]["key"]) == (processor["metadata"]["name"], "password")
+    assert max(t["spec"]["partitions"] for t in topics) == int(env["PLACEMENT_KAFKA__TASK_PARTITIONS"])
