@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/python -m localbroker fetch
+bash scripts/tools.sh helm >/dev/null             # Helm for tests/deploy, built once from its Go module
+bash scripts/tools.sh node-validators >/dev/null  # CRD schema validators and the PromQL parser, installed once
 echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy (strict: topics, engine, streams, advisors, deployers, localbroker)"; .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest "$@"

@@ -1,4 +1,4 @@
-"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, demo."""
+"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, manifests, demo."""
 
 from __future__ import annotations
 
@@ -85,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         ("delete", "publish the deletion of the objects the documents name (like kubectl delete -f)"),
     ):
         add_apply_arguments(sub.add_parser(verb, help=text, description=text), delete=verb == "delete")
+
+    from streams.manifests.arguments import add_arguments as add_manifests_arguments
+
+    add_manifests_arguments(
+        sub.add_parser("manifests", help="Kubernetes resources for the service: strimzi (KafkaTopic, KafkaUser)")
+    )
 
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
@@ -270,6 +276,12 @@ def _apply(args: argparse.Namespace) -> int:
     return main_from_args(args, delete=args.command == "delete")
 
 
+def _manifests(args: argparse.Namespace) -> int:
+    from streams.manifests.command import main_from_args
+
+    return main_from_args(args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from streams.demo import main as demo_main
 
@@ -285,5 +297,6 @@ _COMMANDS = {
     "broker": _broker,
     "apply": _apply,
     "delete": _apply,
+    "manifests": _manifests,
     "demo": _demo,
 }

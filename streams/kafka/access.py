@@ -135,13 +135,17 @@ def submitter_grants(settings: Settings) -> list[Grant]:
     return [Grant("Topic", settings.topics.name(role), "Write") for role in roles]
 
 
-def advisor_grants(settings: Settings, group: str) -> list[Grant]:
-    """One advisor: read the requests in its own group, write its recommendations."""
-    return [
+def advisor_grants(settings: Settings, group: str, *, reads_cluster_status: bool = False) -> list[Grant]:
+    """One advisor: read the requests in its own group, write its recommendations; an advisor that follows the
+    inventory (the example `cpu_priority`) also reads cluster status."""
+    grants = [
         Grant("Topic", settings.topics.name(TopicRole.ADVISOR_REQUESTS), "Read"),
         Grant("Group", group, "Read"),
         Grant("Topic", settings.topics.name(TopicRole.ADVISOR_RECOMMENDATIONS), "Write"),
     ]
+    if reads_cluster_status:
+        grants.append(Grant("Topic", settings.topics.name(TopicRole.CLUSTER_STATUS), "Read"))
+    return grants
 
 
 def deployer_grants(settings: Settings, group: str) -> list[Grant]:

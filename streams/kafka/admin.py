@@ -28,7 +28,7 @@ from streams.kafka.retry import kafka_retrying
 from streams.settings import Settings
 from topics.names import TOPIC_SPECS, TopicRole
 
-__all__ = ["TOPIC_ALREADY_EXISTS", "create_topics", "ensure_topics", "missing_access", "setup_topics"]
+__all__ = ["TOPIC_ALREADY_EXISTS", "create_topics", "ensure_topics", "missing_access", "new_topics", "setup_topics"]
 
 log = logging.getLogger("placement.admin")
 _RECONNECT_SECONDS = 2.0
@@ -124,17 +124,7 @@ async def ensure_topics(
 
     `roles` limits it to some topics (e.g. the ones a submitter writes, which is all its ACLs let it describe).
     """
-    wanted = []
-    for role, spec in TOPIC_SPECS.items():
-        if roles is not None and role not in roles:
-            continue
-        partitions = settings.kafka.task_partitions if spec.co_partitioned else 1
-        configs = {"cleanup.policy": spec.cleanup_policy}
-        if spec.max_message_bytes:
-            configs["max.message.bytes"] = str(spec.max_message_bytes)
-        wanted.append(
-            NewTopic(settings.topics.name(role), partitions, settings.kafka.replication_factor, None, configs)
-        )
+    wanted = new_topics(settings, roles)
     answers = await topic_operations(admin, [topic.name for topic in wanted])
     refused = sorted(name for name, (code, _) in answers.items() if code == TOPIC_AUTHORIZATION_FAILED)
     if refused:
@@ -160,6 +150,23 @@ async def ensure_topics(
         shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
         raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
     return counts
+
+
+def new_topics(settings: Settings, roles: Collection[TopicRole] | None = None) -> list[NewTopic]:
+    """The topics as the processor creates them (co-partitioned ones with `task_partitions`), in role order; the
+    Strimzi `KafkaTopic`s (`streams/manifests/strimzi.py`) are made from the same list."""
+    wanted = []
+    for role, spec in TOPIC_SPECS.items():
+        if roles is not None and role not in roles:
+            continue
+        partitions = settings.kafka.task_partitions if spec.co_partitioned else 1
+        configs = {"cleanup.policy": spec.cleanup_policy}
+        if spec.max_message_bytes:
+            configs["max.message.bytes"] = str(spec.max_message_bytes)
+        wanted.append(
+            NewTopic(settings.topics.name(role), partitions, settings.kafka.replication_factor, None, configs)
+        )
+    return wanted
 
 
 async def _create(settings: Settings, admin: AIOKafkaAdminClient, topics: list[NewTopic]) -> None:

@@ -221,9 +221,10 @@ async def test_processor_with_documented_acls_decides_queue_cluster_and_hybrid(
     await world.allow("processor", processor_grants(settings))
     await world.allow("submitter", submitter_grants(settings))
     await world.allow("deployer", deployer_grants(settings, f"deployer-{world.run_id}"))
-    for name in ADVISORS:
-        grants = advisor_grants(settings, f"advisor-{name}-{world.run_id}")
-        await world.allow(f"advisor-{name}", [*grants, Grant("Topic", world.topics.cluster_status, "Read")])
+    for name, (module, _) in ADVISORS.items():
+        follows = module == "advisors.cpu_priority"
+        grants = advisor_grants(settings, f"advisor-{name}-{world.run_id}", reads_cluster_status=follows)
+        await world.allow(f"advisor-{name}", grants)
     submitted = (TopicRole.SUBMISSIONS, TopicRole.CLUSTER_STATUS, TopicRole.TAINTS)
     admin = admin_client(world.kafka("submitter"))  # a tool as the submitter checks only the topics it writes
     await admin.start()
