@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 .venv/bin/python -m localbroker fetch
+.venv/bin/python -m localkube fetch  # builds the tests' Kubernetes API server once (Go), then cached
 echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
-echo "== mypy (strict: topics, engine, streams, advisors, deployers, localbroker)"; .venv/bin/mypy
+echo "== mypy (strict: topics, engine, streams, advisors, deployers, localbroker, localkube)"; .venv/bin/mypy
 echo "== pytest"; .venv/bin/pytest "$@"
 if [ "${PLACEMENT_NATIVE:-1}" != 0 ] && [ $# -eq 0 ]; then
   echo "== pytest, engine and topics on the Python sources (PLACEMENT_NATIVE=0)"
