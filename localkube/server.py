@@ -20,7 +20,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -187,21 +187,39 @@ class LocalKube:
             f"API server at {state.server} not ready after {self.startup_timeout:g} s\n{self._describe()}"
         )
 
+    def _end(self, pid: int, timeout: float) -> None:
+        """SIGTERM the process group, SIGKILL it if still there after `timeout`."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while process_alive(pid) and time.monotonic() < deadline:
+            for proc in self._procs:
+                if proc.pid == pid:
+                    proc.poll()
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def crash_apiserver(self) -> None:
+        """Kill the API server alone (SIGKILL) and start it again on the same port and storage, as a crash of a
+        real one would: every watch and connection breaks, every object stays."""
+        state = self.state()
+        if state is None:
+            raise KubeServerError(f"no API server runs in {self.data_dir}")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(state.apiserver_pid, signal.SIGKILL)
+        self._end(state.apiserver_pid, timeout=10)
+        command = self._apiserver_command(ensure_binary(APISERVER), state.api_port, state.etcd_port)
+        state = replace(state, apiserver_pid=self._spawn(command, "apiserver.log").pid)
+        (self.data_dir / "state.json").write_text(json.dumps(asdict(state)))
+        self._wait_ready(state)
+
     def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM both process groups (the API server first), SIGKILL what is left after `timeout`."""
+        """Stop both processes, the API server first."""
         state = self.state()
         pids = [state.apiserver_pid, state.kine_pid] if state is not None else [p.pid for p in self._procs]
         for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while process_alive(pid) and time.monotonic() < deadline:
-                for proc in self._procs:
-                    if proc.pid == pid:
-                        proc.poll()
-                time.sleep(0.05)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+            self._end(pid, timeout)
         for proc in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout)

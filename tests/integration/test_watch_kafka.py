@@ -1,6 +1,6 @@
 """`placement-stream watch` on the real API server and the real broker: objects created, changed and deleted in the
 API server become the records `apply -f` publishes; a Placement not handed over is not published; a watch
-killed and restarted publishes each change once, those made while it was down included."""
+killed and restarted, or whose API server restarts, publishes each change once, those made meanwhile included."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer
 from kafka_support import KafkaWorld
 from kube_support import create, delete, kube_client, managed_cluster, placement, replace
 
+from localkube import LocalKube
 from streams.apply.command import prepare_topics
 from streams.watch.command import WatchOptions, kube_config, watch_forever
 from topics.names import TopicRole
@@ -180,3 +181,38 @@ async def test_a_watch_killed_and_restarted_publishes_every_change_once(
     }
     assert seen[f"ManagedCluster/{a}"][1]["data"]["metadata"]["labels"] == {"env": "dev"}
     assert [v["data"]["spec"]["numberOfClusters"] for v in seen[f"Placement/{ns}/web"]] == [1, 3]
+
+
+@pytest.fixture
+def own_kube(tmp_path: Path) -> Iterator[LocalKube]:
+    """An API server of the test's own, for a test that restarts it."""
+    server = LocalKube(tmp_path / "kube")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_broken_watch_lists_again_and_publishes_only_what_changed(
+    world: KafkaWorld, own_kube: LocalKube, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    mark = world.run_id
+    kept, changed, added = (f"{letter}{mark}" for letter in "kca")
+    async with kube_client(own_kube.kubeconfig) as client, watching(world, own_kube.kubeconfig, tmp_path / "s.json"):
+        for name in (kept, changed):
+            await create(client, "ManagedCluster", managed_cluster(name, env="prod"))
+        await collect(world, mark, lambda seen: len(seen) == 2)
+        caplog.clear()
+        await asyncio.to_thread(own_kube.crash_apiserver)  # every watch breaks; the objects stay
+        await replace(client, "ManagedCluster", changed, lambda body: body["metadata"]["labels"].update(env="dev"))
+        await create(client, "ManagedCluster", managed_cluster(added))
+        seen = await collect(
+            world, mark, lambda seen: f"ManagedCluster/{added}" in seen and len(seen[f"ManagedCluster/{changed}"]) == 2
+        )
+    assert "listing again" in caplog.text  # the watches were listed again, not resumed
+    assert {key: kinds(values) for key, values in seen.items()} == {
+        f"ManagedCluster/{kept}": ["managedcluster.applied.v1"],
+        f"ManagedCluster/{changed}": ["managedcluster.applied.v1"] * 2,
+        f"ManagedCluster/{added}": ["managedcluster.applied.v1"],
+    }
