@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from lightkube import ApiError, Client, KubeConfig
@@ -86,8 +86,7 @@ def install_crds(kubeconfig: Path, crds: list[dict[str, Any]], timeout: float = 
     client = Client(config=KubeConfig.from_file(kubeconfig))
     try:
         for body in crds:
-            crd = CustomResourceDefinition.from_dict(body)
-            assert isinstance(crd, CustomResourceDefinition)
+            crd = cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(body))
             try:
                 client.create(crd)
             except ApiError as exc:

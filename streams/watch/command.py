@@ -81,7 +81,6 @@ class Sender:
         self._producer = producer
         self._settings = settings
         self._retry_seconds = retry_seconds
-        self.sent = 0
 
     async def __call__(self, records: list[Outgoing]) -> None:
         while True:
@@ -93,7 +92,6 @@ class Sender:
                 _log.warning("publishing %s failed (%s); retrying", records[0].key, exc)
                 await asyncio.sleep(self._retry_seconds)
                 continue
-            self.sent += len(records)
             return
 
 

@@ -2,9 +2,9 @@
 
 Per kind: list (the published state is compared with every object, deletions included), then watch from the
 list's resourceVersion, so no change between the two is missed. A `410 Gone` (the server no longer has that
-version) or a broken connection means a new list, which again publishes only what differs. Each change is
-published and acknowledged before its entry is saved, one change at a time per kind, so a key's records keep
-the order of the API server's changes.
+version) or a broken connection means a new list, which again publishes only what differs. One change is sent
+at a time, recorded as in doubt before and as published once the broker acknowledged it, so a key's records
+keep the order of the API server's changes and a kill loses none (`published.py`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _status_code(exc: Exception) -> int | None:
 
 
 class Follower:
-    """Follows the kinds it is given until stopped; `published` is shared by all and saved after each change."""
+    """Follows the kinds it is given until cancelled; `published` is shared by all and saved around each change."""
 
     def __init__(
         self,
@@ -68,10 +68,8 @@ class Follower:
         self._take_all = take_all
         self._retry_seconds = retry_seconds
         self._clock = clock
-        self.lists = 0
-        """Lists made so far (a start, then one per expired or broken watch)."""
         self.synced: dict[str, asyncio.Event] = {}
-        """Set per kind once its first list is published."""
+        """Set per kind once its first list is published (or it turned out not to be served)."""
         self.publishing = asyncio.Lock()
         """Held while a change is sent and recorded; a stop takes it first, so it never cuts one in two."""
 
@@ -98,7 +96,6 @@ class Follower:
         listed = self._client.list(resource, namespace="*") if kind.namespaced else self._client.list(resource)
         items = [item.to_dict() async for item in listed]
         version = listed.resourceVersion  # set by the first page, empty or not
-        self.lists += 1
         for change in changes_of_list(kind, items, self._published, self._clock(), take_all=self._take_all):
             await self._publish(change)
         self.synced[kind.kind].set()
