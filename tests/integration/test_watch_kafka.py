@@ -17,11 +17,14 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 from aiokafka import AIOKafkaConsumer
-from kafka_support import KafkaWorld
+from kafka_support import EXAMPLES, KafkaWorld
 from kube_support import create, delete, kube_client, managed_cluster, placement, replace
+from lightkube.generic_resource import create_namespaced_resource
 
 from localkube import LocalKube
+from localkube.crds import install_crds
 from streams.apply.command import prepare_topics
 from streams.watch.command import WatchOptions, kube_config, watch_forever
 from topics.names import TopicRole
@@ -216,3 +219,41 @@ async def test_a_broken_watch_lists_again_and_publishes_only_what_changed(
         f"ManagedCluster/{changed}": ["managedcluster.applied.v1"] * 2,
         f"ManagedCluster/{added}": ["managedcluster.applied.v1"],
     }
+
+
+PLACEMENT_RULE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "placementrules.core.hybridapp.io"},
+    "spec": {
+        "group": "core.hybridapp.io",
+        "scope": "Namespaced",
+        "names": {"plural": "placementrules", "singular": "placementrule", "kind": "PlacementRule"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+"""The hybrid PlacementRule has no upstream CRD; one that keeps any content is enough for `watch` to follow it."""
+
+
+async def test_placement_rules_are_followed_when_the_server_serves_them(
+    world: KafkaWorld, own_kube: LocalKube, tmp_path: Path
+) -> None:
+    install_crds(own_kube.kubeconfig, [PLACEMENT_RULE_CRD])
+    rule_kind = create_namespaced_resource("core.hybridapp.io", "v1alpha1", "PlacementRule", "placementrules")
+    rule = yaml.safe_load((EXAMPLES / "placementrule.yaml").read_text())
+    ns = rule["metadata"]["namespace"] = f"ns{world.run_id}"
+    async with kube_client(own_kube.kubeconfig) as client, watching(world, own_kube.kubeconfig, tmp_path / "s.json"):
+        await client.create(rule_kind.from_dict(rule))
+        await collect(world, world.run_id, lambda seen: f"PlacementRule/{ns}/db" in seen)
+        await client.delete(rule_kind, "db", namespace=ns)
+        seen = await collect(world, world.run_id, lambda seen: len(seen.get(f"PlacementRule/{ns}/db", [])) == 2)
+    values = seen[f"PlacementRule/{ns}/db"]
+    assert kinds(values) == ["placementrule.applied.v1", "placementrule.deleted.v1"]
+    assert values[0]["data"]["spec"] == rule["spec"]
