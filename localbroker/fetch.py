@@ -27,6 +27,7 @@ __all__ = [
     "check_slf4j_binding",
     "default_cache_root",
     "ensure_kafka_libs",
+    "exclusive",
     "libs_dir_for",
 ]
 
@@ -89,8 +90,8 @@ def _is_complete(libs: Path) -> bool:
 
 
 @contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Serialise concurrent fetches (parallel test workers, demo + tests) of the same version."""
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialise concurrent fetches or builds (parallel test workers, demo + tests) of the same version."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -127,7 +128,7 @@ def _run_maven(version: str, target: Path) -> None:
 
 def _download(cache_root: Path, version: str) -> Path:
     libs = libs_dir_for(cache_root, version)
-    with _exclusive(libs.parent.with_name(f"{version}.lock")):
+    with exclusive(libs.parent.with_name(f"{version}.lock")):
         if _is_complete(libs):  # another process finished it while we waited
             return libs
         marker = libs.parent / MARKER_NAME

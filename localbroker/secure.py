@@ -66,9 +66,12 @@ def make_ca(directory: Path, name: str = "ca") -> tuple[Path, Path]:
     return cert, key
 
 
-def issue_certificate(ca: tuple[Path, Path], directory: Path, common_name: str) -> tuple[Path, Path]:
+def issue_certificate(
+    ca: tuple[Path, Path], directory: Path, common_name: str, organization: str = ""
+) -> tuple[Path, Path]:
     """A certificate for `common_name` signed by `ca`, valid for 127.0.0.1 and localhost as server and as client:
-    (`<cn>.pem`, `<cn>.key`, PKCS#8 unencrypted) in `directory`."""
+    (`<cn>.pem`, `<cn>.key`, PKCS#8 unencrypted) in `directory`. A Kubernetes API server reads `organization` as
+    the user's group."""
     directory.mkdir(parents=True, exist_ok=True)
     cert, key, csr = (directory / f"{common_name}{suffix}" for suffix in (".pem", ".key", ".csr"))
     extensions = directory / f"{common_name}.ext"
@@ -77,9 +80,10 @@ def issue_certificate(ca: tuple[Path, Path], directory: Path, common_name: str) 
         "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n"
         "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
     )
+    subject_org = f"/O={organization}" if organization else ""
     _openssl(
         *("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"),
-        *("-keyout", key.name, "-out", csr.name, "-subj", f"/CN={common_name}"),
+        *("-keyout", key.name, "-out", csr.name, "-subj", f"{subject_org}/CN={common_name}"),
         cwd=directory,
     )
     _openssl(

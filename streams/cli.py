@@ -92,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_parser("manifests", help="Kubernetes resources for the service: strimzi (KafkaTopic, KafkaUser)")
     )
 
+    from streams.watch.command import add_arguments as add_watch_arguments
+
+    text = "publish a Kubernetes API server's OCM objects as apply -f would, continuously (list, then watch)"
+    add_watch_arguments(sub.add_parser("watch", help=text, description=text))
+
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
     demo.add_argument("--deployed-dir", type=Path, help="where the example deployer writes (.cache/demo-deployed)")
@@ -282,6 +287,19 @@ def _manifests(args: argparse.Namespace) -> int:
     return main_from_args(args)
 
 
+def _watch(args: argparse.Namespace) -> int:
+    from streams.logs import configure_logging
+    from streams.settings import load_settings
+    from streams.watch.command import run_watch
+
+    overrides: dict[str, Any] = {}
+    if args.bootstrap_servers:
+        overrides["kafka"] = {"bootstrap_servers": args.bootstrap_servers}
+    settings = load_settings(**overrides)
+    configure_logging(settings.log_level)
+    return run_watch(args, settings)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from streams.demo import main as demo_main
 
@@ -298,5 +316,6 @@ _COMMANDS = {
     "apply": _apply,
     "delete": _apply,
     "manifests": _manifests,
+    "watch": _watch,
     "demo": _demo,
 }

@@ -35,8 +35,20 @@ from streams.kafka.admin import ensure_topics
 from streams.kafka.clients import admin_client
 from streams.kafka.security import connection_options
 from streams.settings import Settings, load_settings
+from topics.names import TopicRole
 
-__all__ = ["ApplyRequest", "Planned", "main_from_args", "plan", "publish", "render_record", "run_apply"]
+__all__ = [
+    "ApplyRequest",
+    "Planned",
+    "main_from_args",
+    "plan",
+    "prepare_topics",
+    "publish",
+    "render_record",
+    "run_apply",
+    "send_record",
+    "start_producer",
+]
 
 _UNKNOWN_TOPIC = 3
 """Kafka's UNKNOWN_TOPIC_OR_PARTITION error code."""
@@ -121,29 +133,28 @@ def render_record(record: Outgoing, settings: Settings) -> bytes:
     return orjson.dumps(line)
 
 
-async def publish(planned: list[Planned], settings: Settings) -> dict[int, str]:
-    """Send every record of the valid documents; returns document index -> send error for those that failed.
-
-    When a topic to write is missing, the processor's topics are created first (its partition counts and
-    policies), so applying before the processor ever ran does not leave a broker-created topic with the wrong
-    partition count; a submitter allowed only to write never needs more than describing its own topics.
-    """
+async def prepare_topics(settings: Settings, roles: set[TopicRole]) -> None:
+    """Create the processor's topics when one of those to write is missing (its partition counts and policies),
+    so publishing before the processor ever ran does not leave a broker-created topic with the wrong partition
+    count; a submitter allowed only to write never needs more than describing its own topics."""
     admin = admin_client(settings.kafka)
     try:
         await admin.start()
     except (KafkaError, OSError) as exc:
         raise ServiceError(f"Kafka at {settings.kafka.bootstrap_servers} is not reachable: {exc}") from None
     try:
-        names = sorted({settings.topics.name(record.role) for item in planned for record in item.records})
-        described = await admin.describe_topics(names)
+        described = await admin.describe_topics(sorted(settings.topics.name(role) for role in roles))
         if any(entry.get("error_code") == _UNKNOWN_TOPIC for entry in described):
-            # only the topics it writes: a submitter's ACLs let it describe no others
-            await ensure_topics(settings, admin, {record.role for item in planned for record in item.records})
+            await ensure_topics(settings, admin, roles)  # only the topics it writes: its ACLs may allow no others
     finally:
         await admin.close()
+
+
+async def start_producer(settings: Settings, purpose: str) -> AIOKafkaProducer:
+    """A started idempotent producer (acks=all): a retried batch is never duplicated, one key keeps its order."""
     producer = AIOKafkaProducer(
         **connection_options(settings.kafka),
-        client_id=f"{settings.kafka.client_id}-apply",
+        client_id=f"{settings.kafka.client_id}-{purpose}",
         acks="all",
         enable_idempotence=True,
         linger_ms=5,
@@ -152,14 +163,26 @@ async def publish(planned: list[Planned], settings: Settings) -> dict[int, str]:
         await producer.start()
     except (KafkaError, OSError) as exc:
         raise ServiceError(f"Kafka at {settings.kafka.bootstrap_servers} is not reachable: {exc}") from None
+    return producer
+
+
+async def send_record(producer: AIOKafkaProducer, settings: Settings, record: Outgoing) -> asyncio.Future[Any]:
+    """Queue one record; the future resolves when the broker has it."""
+    value = None if record.value is None else orjson.dumps(record.value)
+    future: asyncio.Future[Any] = await producer.send(settings.topics.name(record.role), value, key=record.key.encode())
+    return future
+
+
+async def publish(planned: list[Planned], settings: Settings) -> dict[int, str]:
+    """Send every record of the valid documents; returns document index -> send error for those that failed."""
+    await prepare_topics(settings, {record.role for item in planned for record in item.records})
+    producer = await start_producer(settings, "apply")
     failures: dict[int, str] = {}
     try:
         pending: list[tuple[int, asyncio.Future[Any]]] = []
         for index, item in enumerate(planned):
             for record in item.records:
-                value = None if record.value is None else orjson.dumps(record.value)
-                future = await producer.send(settings.topics.name(record.role), value, key=record.key.encode())
-                pending.append((index, future))
+                pending.append((index, await send_record(producer, settings, record)))
         for index, future in pending:
             try:
                 await future

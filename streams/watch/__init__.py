@@ -1,0 +1,1 @@
+"""`placement-stream watch`: a continuous `apply -f` from a Kubernetes API server."""
