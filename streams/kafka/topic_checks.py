@@ -26,6 +26,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from streams.errors import TopicRefusal
 from streams.kafka.access import topic_operations
 from streams.kafka.clients import loose_producer
+from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader
 from streams.kafka.topology import (
     MARKER_VALUE,
@@ -50,13 +51,16 @@ SAMPLE_RECORDS = 64
 _UNKNOWN_TOPIC = 3
 _TOPIC_AUTHORIZATION_FAILED = 29
 _READ_SECONDS = 30.0
+_FETCH_BYTES = 64 * 1024
 
 
 async def committed_offsets(settings: Settings, admin: AIOKafkaAdminClient) -> dict[int, int]:
     """The group's highest committed offset per partition number of the subject topics (none: no entry)."""
     names = settings.topics
     subject_topics = {names.submissions, names.advisor_recommendations}
-    offsets = await admin.list_consumer_group_offsets(settings.kafka.group_id)
+    async for attempt in kafka_retrying():  # the coordinator is not known yet on a new cluster
+        with attempt:
+            offsets = await admin.list_consumer_group_offsets(settings.kafka.group_id)
     committed: dict[int, int] = {}
     for tp, meta in offsets.items():
         if tp.topic in subject_topics and meta.offset > 0:
@@ -91,7 +95,15 @@ async def check_state_topics(
         admin, [settings.topics.name(r) for r, s in TOPIC_SPECS.items() if s.cleanup_policy == "compact"]
     )
     count = counts[names.changelog]
-    reader = new_reader(settings.kafka, f"{settings.kafka.client_id}-check")
+    # short waits and small fetches: only a few records of each partition are wanted (the broker still
+    # returns a whole first batch, however large)
+    reader = new_reader(
+        settings.kafka,
+        f"{settings.kafka.client_id}-check",
+        fetch_max_wait_ms=5,
+        retry_backoff_ms=20,
+        max_partition_fetch_bytes=_FETCH_BYTES,
+    )
     await reader.start()
     try:
         changelog = [TopicPartition(names.changelog, p) for p in range(count)]
