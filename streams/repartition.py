@@ -6,14 +6,17 @@ decided away from its state and its last decision. As Kafka Streams' reset tool 
 does, the command leaves the old topics as they are and writes new ones: every co-partitioned topic gets a
 new name (the old one plus a suffix) and the new count; each subject's latest changelog entries and latest
 decision are copied into the partition the new count gives it, and the new changelog partitions carry the
-count's marker. The subject topics start empty, so every submission must have been processed first: the
-command refuses while a processor is in the group or a subject record is not yet processed.
+count's marker. Subject records not processed yet (those on partitions added while a processor ran
+included) are copied into the new subject topics, a subject's records on the partition the state's count gave
+it before those on any other, which is the order a producer wrote them in when the count changed under it. The
+command refuses while a processor is in the group; producers must be stopped, or what they write to the old
+topics meanwhile is not copied.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -29,14 +32,23 @@ from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader, read_to_end
 from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
 from streams.kafka.tasks import partition_of
-from streams.kafka.topology import MARKER_VALUE, partitions_marker
+from streams.kafka.topology import MARKER_VALUE, is_partitions_marker, partitions_marker, recorded_counts
 from streams.settings import Settings, TopicNames
-from topics.names import TOPIC_SPECS
+from topics.names import TOPIC_SPECS, TopicRole
 
-__all__ = ["Copied", "RepartitionError", "moved_names", "plan_copy", "repartition", "settings_lines"]
+__all__ = [
+    "Copied",
+    "RepartitionError",
+    "moved_names",
+    "plan_copy",
+    "plan_unprocessed",
+    "repartition",
+    "settings_lines",
+]
 
 
 CO_PARTITIONED = [role for role, spec in TOPIC_SPECS.items() if spec.co_partitioned]
+_SUBJECT_ROLES = (TopicRole.SUBMISSIONS, TopicRole.ADVISOR_RECOMMENDATIONS)
 _UNKNOWN_TOPIC = 3
 
 
@@ -48,9 +60,10 @@ class RepartitionError(ServiceError):
 class Copied:
     """One record as it goes into the new topic."""
 
+    topic: str
     partition: int
     key: bytes
-    value: bytes
+    value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     timestamp: int
 
@@ -60,21 +73,38 @@ def moved_names(names: TopicNames, suffix: str) -> TopicNames:
     return names.model_copy(update={role.value.replace("-", "_"): names.name(role) + suffix for role in CO_PARTITIONED})
 
 
-def plan_copy(records: Iterable[ConsumerRecord[bytes, bytes]], count: int) -> list[Copied]:
+def plan_copy(records: Iterable[ConsumerRecord[bytes, bytes]], count: int, topic: str) -> list[Copied]:
     """The latest record of each key (in the order of those latest records, so a subject's entries keep theirs),
-    in the partition `count` gives its subject; deleted keys (tombstones) and keys of no subject (task offsets,
-    markers) are left behind."""
+    in the partition `count` gives its subject in `topic`; deleted keys (tombstones) and keys of no subject (task
+    offsets, markers) are left behind."""
     latest: dict[bytes, ConsumerRecord[bytes, bytes]] = {}
     for record in records:
         if record.key is None or record.key.startswith(b"~"):
             continue
         latest.pop(record.key, None)
         latest[record.key] = record
-    return [
-        Copied(partition_of(_subject(key), count), key, record.value, tuple(record.headers or ()), record.timestamp)
-        for key, record in latest.items()
-        if record.value is not None
-    ]
+    return [_copied(record, count, topic) for record in latest.values() if record.value is not None]
+
+
+def plan_unprocessed(
+    records: Iterable[ConsumerRecord[bytes, bytes]], state_count: int, count: int, topics: Mapping[str, str]
+) -> list[Copied]:
+    """Unprocessed subject records in the order the new topics must hold them: per subject, those on the
+    partition `state_count` gives it first, then those a producer sent elsewhere once the count had changed;
+    each in the partition `count` gives its subject, in the topic `topics` maps its own to."""
+    keyed = [r for r in records if r.key is not None]
+    ranked = sorted(
+        keyed,
+        key=lambda r: (r.partition != partition_of(_subject(r.key), state_count), r.partition, r.offset),
+    )
+    return [_copied(record, count, topics[record.topic]) for record in ranked]
+
+
+def _copied(record: ConsumerRecord[bytes, bytes], count: int, topic: str) -> Copied:
+    key: bytes = record.key
+    return Copied(
+        topic, partition_of(_subject(key), count), key, record.value, tuple(record.headers or ()), record.timestamp
+    )
 
 
 def _subject(key: bytes) -> str:
@@ -95,9 +125,9 @@ async def repartition(settings: Settings, count: int, suffix: str, say: Callable
     try:
         await _refuse_unless_idle(settings, admin)
         await _refuse_existing(admin, [target.name(role) for role in CO_PARTITIONED])
-        changelog = await _read_all(reader, admin, names.changelog)
-        await _refuse_unprocessed(settings, admin, reader, changelog)
-        decisions = await _read_all(reader, admin, names.decisions)
+        changelog, partitions = await _read_all(reader, admin, names.changelog)
+        unprocessed = await _unprocessed(settings, admin, reader, changelog)
+        decisions, _ = await _read_all(reader, admin, names.decisions)
         moved = settings.model_copy(
             update={"topics": target, "kafka": settings.kafka.model_copy(update={"task_partitions": count})}
         )
@@ -105,10 +135,24 @@ async def repartition(settings: Settings, count: int, suffix: str, say: Callable
     finally:
         await reader.stop()
         await admin.close()
-    entries, decided = plan_copy(changelog, count), plan_copy(decisions, count)
-    await _write(settings, target, count, entries, decided)
-    say(f"copied {len(entries)} changelog entries and {len(decided)} decisions into {count} partitions")
+    entries, decided = plan_copy(changelog, count, target.changelog), plan_copy(decisions, count, target.decisions)
+    subject_topics = {names.name(role): target.name(role) for role in _SUBJECT_ROLES}
+    pending = plan_unprocessed(unprocessed, _state_count(changelog, partitions), count, subject_topics)
+    await _write(settings, target.changelog, count, [*entries, *decided, *pending])
+    say(
+        f"copied {len(entries)} changelog entries, {len(decided)} decisions and {len(pending)} unprocessed "
+        f"subject records into {count} partitions"
+    )
     return target
+
+
+def _state_count(changelog: Sequence[ConsumerRecord[bytes, bytes]], partitions: int) -> int:
+    """The count the state was built with: its markers', else the changelog's own partition count."""
+    counts = recorded_counts((r.partition, r.key) for r in changelog if r.key and is_partitions_marker(r.key))
+    recorded = {c for found in counts.values() for c in found}
+    if len(recorded) == 1:
+        return recorded.pop()
+    return partitions
 
 
 async def _refuse_unless_idle(settings: Settings, admin: AIOKafkaAdminClient) -> None:
@@ -130,7 +174,8 @@ async def _refuse_existing(admin: AIOKafkaAdminClient, names: Sequence[str]) -> 
 
 async def _read_all(
     reader: AIOKafkaConsumer, admin: AIOKafkaAdminClient, topic: str
-) -> list[ConsumerRecord[bytes, bytes]]:
+) -> tuple[list[ConsumerRecord[bytes, bytes]], int]:
+    """Every record of `topic` (read_committed), and its partition count."""
     described = await admin.describe_topics([topic])
     code = described[0].get("error_code", 0)
     if code:
@@ -141,17 +186,17 @@ async def _read_all(
     reader.assign(partitions)
     records: list[ConsumerRecord[bytes, bytes]] = []
     await read_to_end(reader, partitions, records.extend, timeout=600.0)
-    return records
+    return records, len(partitions)
 
 
-async def _refuse_unprocessed(
+async def _unprocessed(
     settings: Settings,
     admin: AIOKafkaAdminClient,
     reader: AIOKafkaConsumer,
     changelog: Sequence[ConsumerRecord[bytes, bytes]],
-) -> None:
-    """Every subject record must be processed: the new subject topics start empty. Processed means below the
-    later of the group's offset and the one the task's last transaction recorded (task_offsets.py)."""
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """The subject records not processed yet: at or past the later of the group's offset and the one the
+    task's last transaction recorded (task_offsets.py)."""
     processed: dict[TopicPartition, int] = {}
     for record in changelog:
         if record.key is not None and record.value is not None and is_task_offsets_key(record.key):
@@ -164,38 +209,34 @@ async def _refuse_unprocessed(
     subject_topics = [settings.topics.submissions, settings.topics.advisor_recommendations]
     described = await admin.describe_topics(subject_topics)
     partitions = [TopicPartition(d["topic"], p["partition"]) for d in described for p in d["partitions"]]
-    ends = await asyncio.wait_for(reader.end_offsets(partitions), 60)
-    behind = {str(tp): end - processed.get(tp, 0) for tp, end in ends.items() if end > processed.get(tp, 0)}
-    if behind:
-        raise RepartitionError(
-            f"{sum(behind.values())} subject records are not processed yet ({behind}): stop the producers, run "
-            "the processor until its lag is 0, stop it, then repartition"
-        )
+    reader.assign(partitions)
+    for tp in partitions:
+        reader.seek(tp, processed.get(tp, 0))  # below the log start: from the start (auto_offset_reset)
+    records: list[ConsumerRecord[bytes, bytes]] = []
+    await read_to_end(reader, partitions, records.extend, from_beginning=False, timeout=600.0)
+    return records
 
 
-async def _write(
-    settings: Settings, target: TopicNames, count: int, entries: list[Copied], decided: list[Copied]
-) -> None:
-    """Markers first (the head of every new changelog partition), then the entries, then the decisions."""
+async def _write(settings: Settings, changelog: str, count: int, copied: list[Copied]) -> None:
+    """The markers first (the head of every new changelog partition), then the copies in their order."""
     producer = loose_producer(settings.kafka)
     await producer.start()
     try:
         sent = [
-            await producer.send(target.changelog, MARKER_VALUE, key=partitions_marker(count), partition=p)
+            await producer.send(changelog, MARKER_VALUE, key=partitions_marker(count), partition=p)
             for p in range(count)
         ]
-        for topic, copied in ((target.changelog, entries), (target.decisions, decided)):
-            for c in copied:
-                sent.append(
-                    await producer.send(
-                        topic,
-                        c.value,
-                        key=c.key,
-                        partition=c.partition,
-                        headers=list(c.headers),
-                        timestamp_ms=c.timestamp,
-                    )
+        for c in copied:
+            sent.append(
+                await producer.send(
+                    c.topic,
+                    c.value,
+                    key=c.key,
+                    partition=c.partition,
+                    headers=list(c.headers),
+                    timestamp_ms=c.timestamp,
                 )
+            )
         await asyncio.gather(*sent)
     finally:
         await producer.stop()
