@@ -34,6 +34,7 @@ from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
 from streams.kafka.tables import new_reader
 from streams.kafka.tasks import TaskProducers, partition_of, partitions_of
 from streams.kafka.topic_watch import TopicWatch
+from streams.kafka.topology import misplaced_state
 from streams.loop import ProcessingLoop
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -197,6 +198,7 @@ class Processor:
             batch_lock=self.batch_lock,
             stopping=self._stop,
             session_timeout_seconds=kafka.session_timeout_ms / 1000,
+            misplaced=self._misplaced_state,
         )
         batches = BatchHandler(
             runtime=self._require_runtime(),
@@ -229,9 +231,15 @@ class Processor:
 
     def _refuse_topics(self, problem: str) -> None:
         """A topic was deleted or re-partitioned under the running tasks: stop them all (platform P14)."""
-        log.error(f"the topics changed while running: {problem}")
+        if self.health.refusal is not None:
+            return  # said once
+        log.error(problem)
         self.health.refuse(problem)
         self._stop.set()
+
+    def _misplaced_state(self, task: int, keys: list[str]) -> None:
+        """A restored changelog partition holds subjects another task owns (platform P14)."""
+        self._refuse_topics(misplaced_state(self._names.changelog, task, keys, self.partitions))
 
     async def _catch_up_tables(self) -> None:
         started, runtime = time.perf_counter(), self._require_runtime()

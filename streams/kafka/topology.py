@@ -30,6 +30,7 @@ __all__ = [
     "is_partitions_marker",
     "marker_count",
     "misplaced",
+    "misplaced_state",
     "partitions_marker",
     "placing_counts",
     "policy_problems",
@@ -150,6 +151,15 @@ def _fitting(counts: list[int]) -> str:
     return f"; the keys seen fit {shown} partitions"
 
 
+def misplaced_state(changelog: str, task: int, keys: list[str], count: int) -> str:
+    """The message for a restored changelog partition holding subjects `count` partitions place elsewhere."""
+    return (
+        f"partition {task} of {changelog} holds {len(keys)} subjects that {count} partitions place in another "
+        f"task (e.g. {keys[0]}): the state was built with another partition count; every task is stopped and "
+        f"the instance is not ready; {REPARTITION_HELP}"
+    )
+
+
 def count_change(expected: Mapping[str, int], found: Mapping[str, int | None]) -> str | None:
     """A message naming every topic that is gone or whose partition count is not the one the processor
     started with, or None when all are as they were."""
@@ -167,8 +177,10 @@ def count_change(expected: Mapping[str, int], found: Mapping[str, int | None]) -
     if changed:
         parts.append(f"partition count changed: {', '.join(changed)}")
     return (
-        "; ".join(parts) + "; every task is stopped and the instance is not ready; restart once the topics are "
-        f"as they were, or re-partition: {REPARTITION_HELP}"
+        "the topics changed while running: "
+        + "; ".join(parts)
+        + "; every task is stopped and the instance is not ready; restart once the topics are as they were, or "
+        f"re-partition: {REPARTITION_HELP}"
     )
 
 

@@ -10,9 +10,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from aiokafka import AIOKafkaProducer
 from aiokafka.admin import NewPartitions, NewTopic
 from kafka_support import KafkaWorld, admin_client, event, http_get, running, values, wait_for
 
+from streams.kafka.tasks import partition_of
+from streams.kafka.topic_checks import SAMPLE_RECORDS
 from streams.service import Processor
 from streams.settings import Settings
 from topics.names import TOPIC_SPECS
@@ -183,3 +186,63 @@ async def test_a_state_topic_created_with_cleanup_policy_delete_is_refused(world
         assert f"topic {name} has cleanup.policy=delete" in reason, reason
         assert "--add-config cleanup.policy=compact" in reason
         assert await probes(processor) == (503, 200)
+
+
+async def test_decisions_placed_by_another_count_are_refused_without_markers(world: KafkaWorld) -> None:
+    """A decisions topic written with 2 partitions (by hand, or before the changelog recorded its count), now
+    with 3: its keys' placement shows it."""
+    topics = world.topics
+    async with admin_client(world.bootstrap) as admin:
+        for name in co_partitioned(world):
+            policy = next(s.cleanup_policy for r, s in TOPIC_SPECS.items() if world.topics.name(r) == name)
+            await admin.create_topics([NewTopic(name, 2, 1, None, {"cleanup.policy": policy})])
+    producer = AIOKafkaProducer(bootstrap_servers=world.bootstrap)
+    await producer.start()
+    try:
+        for i in range(20):
+            key = f"Placement/apps/p{i}"
+            await producer.send_and_wait(topics.decisions, b"{}", key=key.encode(), partition=partition_of(key, 2))
+    finally:
+        await producer.stop()
+    async with admin_client(world.bootstrap) as admin:
+        await admin.create_partitions({name: NewPartitions(3) for name in co_partitioned(world)})
+    async with refused(world.settings()) as processor:
+        reason = processor.health.refusal or ""
+        assert f"{topics.decisions} hold keys placed for another partition count" in reason, reason
+        assert "the keys seen fit 2" in reason
+        assert await probes(processor) == (503, 200)
+    assert await world.end_offsets(topics.changelog, 3) == {0: 0, 1: 0, 2: 0}, "no marker for a refused count"
+
+
+async def test_a_stray_subject_found_by_the_restore_stops_the_tasks(
+    world: KafkaWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A changelog entry in another task's partition, where the start check's head and tail reads do not look:
+    the restore finds it (its subject hashes elsewhere) and refuses the same way."""
+    topics = world.topics
+    await decide(world, 40)
+    entries = [r for r in await world.collect(topics.changelog, lambda r: len(r) >= 80) if r.key and r.value]
+    own = [r for r in entries if r.partition == 0 and not r.key.startswith(b"~")]
+    stray = next(
+        r for r in entries if r.partition == 1 and r.key.startswith(b"Placement/") and b"/decision" not in r.key
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=world.bootstrap)
+    await producer.start()
+    try:
+        rewrites = [own[i % len(own)] for i in range(SAMPLE_RECORDS)]  # the same entries again: no change
+        for record in [*rewrites, stray, *rewrites]:
+            await producer.send_and_wait(topics.changelog, record.value, key=record.key, partition=0)
+    finally:
+        await producer.stop()
+    processor = Processor(world.settings())
+    task = asyncio.create_task(processor.run())
+    try:
+        await wait_for(lambda: processor.health.refusal is not None, timeout=60)
+        reason = processor.health.refusal or ""
+        assert f"partition 0 of {topics.changelog} holds 1 subjects" in reason, reason
+        assert stray.key.decode() in reason
+        assert await probes(processor) == (503, 200)
+    finally:
+        processor.request_stop()
+        await asyncio.wait_for(task, 30)
+    assert len(errors_naming(caplog, "holds 1 subjects")) == 1
