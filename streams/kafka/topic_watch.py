@@ -3,8 +3,8 @@ stops every task within seconds, with one error naming the topics.
 
 aiokafka refreshes a consumer's metadata only every `metadata_max_age_ms` (5 minutes), and the group learns of
 new partitions only then: records on them went undecided for that long, then the assignment failed. One
-metadata request a second for the processor's topics is cheap next to a batch, and a change must be seen twice
-in a row, so a broker answering from metadata a moment old does not stop the tasks.
+metadata request a second for the processor's topics is cheap next to a batch, and a change must be seen in
+three answers in a row, so a broker answering from metadata a moment old does not stop the tasks.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ _UNKNOWN_TOPIC = 3
 
 class TopicWatch:
     """Compares the topics' partition counts with those the processor started with, every `interval` seconds;
-    calls `changed` once with the message when they differ twice in a row, then ends."""
+    calls `changed` once with the message when `confirmations` answers in a row show the same change, then
+    ends."""
 
     def __init__(
         self,
@@ -38,16 +39,19 @@ class TopicWatch:
         expected: Mapping[str, int],
         changed: Callable[[str], None],
         interval: float = 1.0,
+        confirmations: int = 3,
     ) -> None:
         self._kafka = kafka
         self._expected = dict(expected)
         self._changed = changed
         self._interval = interval
+        self._confirmations = confirmations
 
     async def run(self) -> None:
         admin = admin_client(self._kafka)
         started = False
-        seen: str | None = None
+        last: str | None = None
+        times = 0
         try:
             while True:
                 await asyncio.sleep(self._interval)
@@ -59,10 +63,10 @@ class TopicWatch:
                 except (KafkaError, TimeoutError, OSError):
                     continue  # the broker is away: the loop's probe says so; the topics are looked at once it is back
                 problem = None if found is None else count_change(self._expected, found)
-                if problem is not None and problem == seen:
+                times, last = (times + 1 if problem == last else 1), problem
+                if problem is not None and times >= self._confirmations:
                     self._changed(problem)
                     return
-                seen = problem
         finally:
             with contextlib.suppress(Exception):
                 await admin.close()
