@@ -30,6 +30,7 @@ from streams.kafka.retry import kafka_retrying
 from streams.kafka.tables import new_reader
 from streams.kafka.topology import (
     MARKER_VALUE,
+    emptied_decisions,
     empty_changelog,
     history_problem,
     is_partitions_marker,
@@ -123,6 +124,9 @@ async def check_state_topics(
         topic: [(tp.partition, key) for tp, key in sampled if tp.topic == topic]
         for topic in (names.changelog, names.decisions)
     }
+    emptied = emptied_decisions(names.decisions, {tp.partition: ends[tp] for tp in decisions}, keys[names.changelog])
+    if emptied and not settings.accept_empty_state:
+        raise TopicRefusal(emptied)
     markers = recorded_counts((p, key) for p, key in keys[names.changelog] if is_partitions_marker(key))
     wrong = [m for topic, found in keys.items() for m in misplaced(topic, found, count)]
     fitting = placing_counts(keys[names.changelog] + keys[names.decisions]) if wrong else []

@@ -25,6 +25,7 @@ __all__ = [
     "REPARTITION_HELP",
     "Misplaced",
     "count_change",
+    "emptied_decisions",
     "empty_changelog",
     "history_problem",
     "is_partitions_marker",
@@ -74,21 +75,28 @@ class Misplaced:
     expected: int
 
 
-def misplaced(topic: str, records: Iterable[tuple[int, bytes]], count: int) -> list[Misplaced]:
-    """The subject keys among (partition, key) that `count` partitions would put elsewhere; keys of no subject
-    (markers, task offsets) are not judged."""
-    found: list[tuple[int, str, str]] = []
+def _subject_keys(records: Iterable[tuple[int, bytes]]) -> list[tuple[int, str, str, str]]:
+    """(partition, key, subject, part) of each subject entry key among (partition, key); keys of no subject
+    (markers, task offsets) are left out."""
+    found = []
     for partition, raw in records:
         try:
             key = raw.decode()
-            subject, _part = split_changelog_key(key)
+            subject, part = split_changelog_key(key)
         except (UnicodeDecodeError, RoutingError):
             continue
-        found.append((partition, key, subject))
-    expected = partitions_of([subject for _, _, subject in found], count)
+        found.append((partition, key, subject, part))
+    return found
+
+
+def misplaced(topic: str, records: Iterable[tuple[int, bytes]], count: int) -> list[Misplaced]:
+    """The subject keys among (partition, key) that `count` partitions would put elsewhere; keys of no subject
+    (markers, task offsets) are not judged."""
+    found = _subject_keys(records)
+    expected = partitions_of([subject for _, _, subject, _ in found], count)
     return [
         Misplaced(topic, key, partition, task)
-        for (partition, key, _), task in zip(found, expected, strict=True)
+        for (partition, key, _, _), task in zip(found, expected, strict=True)
         if task != partition
     ]
 
@@ -96,12 +104,7 @@ def misplaced(topic: str, records: Iterable[tuple[int, bytes]], count: int) -> l
 def placing_counts(records: Iterable[tuple[int, bytes]], limit: int = _GUESS_LIMIT) -> list[int]:
     """The partition counts up to `limit` that place every subject key where it was found: the counts the
     records may have been written with."""
-    subjects: list[tuple[int, str]] = []
-    for partition, raw in records:
-        try:
-            subjects.append((partition, split_changelog_key(raw.decode())[0]))
-        except (UnicodeDecodeError, RoutingError):
-            continue
+    subjects = [(partition, subject) for partition, _, subject, _ in _subject_keys(records)]
     keys = [subject for _, subject in subjects]
     return [
         count
@@ -208,4 +211,25 @@ def empty_changelog(changelog: str, committed: Mapping[int, int], ends: Mapping[
         "subjects again from nothing. To start over on purpose, reset the group's offsets with "
         "kafka-consumer-groups.sh (see 'Starting over' in docs/operations.md) or set "
         "PLACEMENT_ACCEPT_EMPTY_STATE=true for one start"
+    )
+
+
+def emptied_decisions(
+    decisions: str, ends: Mapping[int, int], changelog_keys: Iterable[tuple[int, bytes]]
+) -> str | None:
+    """Why the decisions topic must have been re-created, or None: a changelog entry of a published decision (a
+    Placement's `/decision` part, a placed application's `/apps/<id>` part) is written in the transaction that
+    publishes the decision, so its partition of the decisions topic is never empty."""
+    published: dict[int, str] = {}
+    for partition, key, _, part in _subject_keys(changelog_keys):
+        if part == "decision" or part.startswith("apps/"):
+            published.setdefault(partition, key)
+    empty = sorted(p for p in published if ends.get(p, 0) == 0)
+    if not empty:
+        return None
+    return (
+        f"{decisions} is empty in partitions {empty} while the changelog holds decisions published there (e.g. "
+        f"{published[empty[0]]}): the decisions topic was deleted or re-created and its consumers lost every "
+        "decision. Restore it, or start over on purpose (see 'Starting over' in docs/operations.md, or set "
+        "PLACEMENT_ACCEPT_EMPTY_STATE=true for one start)"
     )

@@ -81,7 +81,7 @@ async def test_partitions_added_while_running_then_repartitioned_lose_and_repeat
         await world.collect(world.topics.decisions, lambda r: len(values(r, "placement.decided.v1")) >= 8)
         async with admin_client(world.bootstrap) as admin:
             await admin.create_partitions({world.topics.submissions: NewPartitions(3)})
-        await wait_for(lambda: processor.health.refusal is not None, timeout=10)
+        await wait_for(lambda: processor.health.refusal is not None, timeout=20)
         deleted = event("placement.deleted", {"metadata": {"name": "p1", "namespace": "apps"}})
         # a new producer places by 3 partitions: some subjects now arrive on partition 2, some elsewhere
         await world.produce([*placements(world, 8, start=8), (world.topics.submissions, "Placement/apps/p1", deleted)])

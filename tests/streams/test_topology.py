@@ -14,6 +14,7 @@ from streams.kafka.topology import (
     MARKER_VALUE,
     REPARTITION_HELP,
     count_change,
+    emptied_decisions,
     empty_changelog,
     history_problem,
     is_partitions_marker,
@@ -151,3 +152,23 @@ def test_an_emptied_changelog_is_refused_where_the_group_committed(
         assert problem is None
     else:
         assert problem is not None and f"partitions {empty}" in problem and "PLACEMENT_ACCEPT_EMPTY_STATE" in problem
+
+
+@pytest.mark.parametrize(
+    ("keys", "ends", "empty"),
+    [
+        ([(0, b"Placement/a/web/decision")], {0: 12}, None),
+        ([(0, b"Placement/a/web/decision")], {0: 0}, "[0]"),
+        ([(1, b"Application/default/apps/a1")], {0: 0, 1: 0}, "[1]"),
+        ([(0, b"Placement/a/web"), (0, b"PlacementRule/a/r"), (0, b"~task-offsets/0")], {0: 0}, None),
+    ],
+    ids=["published", "emptied", "application", "nothing-published"],
+)
+def test_an_emptied_decisions_topic_is_refused_where_decisions_were_published(
+    keys: list[tuple[int, bytes]], ends: dict[int, int], empty: str | None
+) -> None:
+    problem = emptied_decisions("decisions", ends, keys)
+    if empty is None:
+        assert problem is None
+    else:
+        assert problem is not None and f"decisions is empty in partitions {empty}" in problem
