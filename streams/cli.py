@@ -1,4 +1,5 @@
-"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, manifests, demo."""
+"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, manifests, watch,
+repartition, demo."""
 
 from __future__ import annotations
 
@@ -96,6 +97,17 @@ def _parser() -> argparse.ArgumentParser:
 
     text = "publish a Kubernetes API server's OCM objects as apply -f would, continuously (list, then watch)"
     add_watch_arguments(sub.add_parser("watch", help=text, description=text))
+
+    repartition = sub.add_parser(
+        "repartition",
+        help="copy the state into new co-partitioned topics with another partition count (docs/operations.md)",
+        description="With every processor stopped and every submission processed: create the co-partitioned "
+        "topics again under new names (the old ones plus --suffix) with --partitions partitions, and copy each "
+        "subject's latest state and decision into its new partition. Prints the settings that run on them.",
+    )
+    repartition.add_argument("--partitions", type=int, required=True, help="the new partition count")
+    repartition.add_argument("--suffix", help="appended to each co-partitioned topic's name (default: -p<N>)")
+    repartition.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
 
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
@@ -300,6 +312,25 @@ def _watch(args: argparse.Namespace) -> int:
     return run_watch(args, settings)
 
 
+def _repartition(args: argparse.Namespace) -> int:
+    from streams.repartition import repartition, settings_lines
+    from streams.settings import load_settings
+
+    if args.partitions < 1:
+        print("placement-stream repartition: --partitions must be at least 1", file=sys.stderr)
+        return 2
+    overrides: dict[str, Any] = {}
+    if args.bootstrap_servers:
+        overrides["kafka"] = {"bootstrap_servers": args.bootstrap_servers}
+    settings = load_settings(**overrides)
+    suffix = args.suffix or f"-p{args.partitions}"
+    target = asyncio.run(
+        repartition(settings, args.partitions, suffix, lambda line: print(line, file=sys.stderr, flush=True))
+    )
+    print("\n".join(settings_lines(target, args.partitions)))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from streams.demo import main as demo_main
 
@@ -312,6 +343,7 @@ _COMMANDS = {
     "explain": _explain,
     "schemas": _schemas,
     "check-config": _check_config,
+    "repartition": _repartition,
     "broker": _broker,
     "apply": _apply,
     "delete": _apply,

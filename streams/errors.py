@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from topics.errors import PlacementStreamError
 
-__all__ = ["PoisonRecordError", "ServiceError", "SettingsError", "TopicSetupError"]
+__all__ = ["PoisonRecordError", "ServiceError", "SettingsError", "TopicRefusal", "TopicSetupError"]
 
 
 class ServiceError(PlacementStreamError):
@@ -17,6 +17,11 @@ class SettingsError(ServiceError):
 
 class TopicSetupError(ServiceError):
     """Topics could not be created or have the wrong shape (partition counts, cleanup policy)."""
+
+
+class TopicRefusal(TopicSetupError):
+    """The topics are not as the state needs them (a partition count other than the state's, a lost changelog,
+    a policy that drops state): the processor refuses to run its tasks; the message names the fix."""
 
 
 class PoisonRecordError(ServiceError):

@@ -32,6 +32,9 @@ class Health:
         self.stopping = False
         self.broker_reachable = True
         self.failing_tasks: set[int] = set()
+        self.refusal: str | None = None
+        """Why the topics are refused (platform P14): no task runs, not ready, yet alive, as a restart would be
+        refused the same way; the error was logged once."""
 
     def progressed(self) -> None:
         """The loop or the engine moved on: a batch chunk, a poll, a restore step."""
@@ -42,18 +45,30 @@ class Health:
         return time.monotonic() - self._last_progress
 
     def alive(self) -> bool:
-        """False once a core task died or the loop has been stuck longer than the liveness timeout."""
+        """False once a core task died or the loop has been stuck longer than the liveness timeout (not while the
+        topics are refused: nothing is meant to progress then)."""
         age = self.progress_age()
         self._metrics.loop_progress_age.set(age)
-        return not self.crashed and age < self._liveness_timeout
+        return not self.crashed and (age < self._liveness_timeout or self.refusal is not None)
 
     def ready(self) -> bool:
-        """Started, not stopping, the broker answering and every owned task able to commit."""
-        ready = self.started and not self.stopping and self.broker_reachable and not self.failing_tasks
+        """Started, not stopping, the topics accepted, the broker answering and every owned task able to commit."""
+        ready = (
+            self.started
+            and not self.stopping
+            and self.refusal is None
+            and self.broker_reachable
+            and not self.failing_tasks
+        )
         self._metrics.ready.set(1 if ready else 0)
         self._metrics.broker_reachable.set(1 if self.broker_reachable else 0)
         self._metrics.failing_tasks.set(len(self.failing_tasks))
         return ready
+
+    def refuse(self, reason: str | None) -> None:
+        """The topics are refused for `reason` (None: accepted again)."""
+        self.refusal = reason
+        self._metrics.topics_refused.set(0 if reason is None else 1)
 
     def note_broker(self, reachable: bool, error: BaseException | None = None) -> None:
         """Whether the broker answered the last probe; a change is logged once."""

@@ -123,6 +123,11 @@ class Metrics:
         self._engine_seen: dict[str, int] = {}
         self.broker_reachable = Gauge("placement_broker_reachable", "1 while the Kafka cluster answers", registry=r)
         self.failing_tasks = Gauge("placement_failing_tasks", "Tasks whose last transaction was aborted", registry=r)
+        self.topics_refused = Gauge(
+            "placement_topics_refused",
+            "1 while the topics are refused and no task runs (see the error log)",
+            registry=r,
+        )
         self.loop_progress_age = Gauge(
             "placement_loop_progress_age_seconds", "Seconds since the processing loop last made progress", registry=r
         )

@@ -33,6 +33,8 @@ from streams.kafka.poison import PoisonGuard
 from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
 from streams.kafka.tables import new_reader
 from streams.kafka.tasks import TaskProducers, partition_of, partitions_of
+from streams.kafka.topic_watch import TopicWatch
+from streams.kafka.topology import misplaced_state
 from streams.loop import ProcessingLoop
 from streams.metrics import Metrics
 from streams.publisher import Publisher
@@ -62,6 +64,8 @@ class Processor:
         self._roles = settings.topics.roles()
         self._subject_topics = [self._names.submissions, self._names.advisor_recommendations]
         self._stop = asyncio.Event()
+        """The work ends: a stop was requested, or the topics changed under it (`_refuse_topics`)."""
+        self._requested = asyncio.Event()
         self.batch_lock = asyncio.Lock()
         """Held while a batch or an assignment change runs: aiokafka calls the rebalance listener from its
         coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
@@ -93,6 +97,7 @@ class Processor:
         self._peers: PeerChangelog | None = None
         self._loose: AIOKafkaProducer | None = None
         self._ownership: TaskOwnership | None = None
+        self._watch: asyncio.Task[None] | None = None
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -114,11 +119,12 @@ class Processor:
     def request_stop(self) -> None:
         """Signal-safe: finish the current batch, then shut down; not ready from now on."""
         self.health.stopping = True
+        self._requested.set()
         self._stop.set()
 
     async def stop_requested(self) -> None:
         """Returns once a stop was requested."""
-        await self._stop.wait()
+        await self._requested.wait()
 
     async def run(self) -> None:
         """Set up, catch up, join the group and process until stopped. A stop ends the batch in flight after the
@@ -128,6 +134,7 @@ class Processor:
         )
         work = asyncio.create_task(self._work(http))
         stop = asyncio.create_task(self._stop.wait())
+        failed = False
         try:
             await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
             grace_ends = asyncio.get_running_loop().time() + self.settings.stop_grace_seconds
@@ -141,13 +148,17 @@ class Processor:
                 await work
             await self._bring_group_up_to_date(grace_ends)
         except BaseException:
-            self.health.crashed = True
+            self.health.crashed = failed = True
             raise
         finally:
             stop.cancel()
             self.health.stopping = True
             self.metrics.ready.set(0)
-            await self._shutdown(http)
+            await self._shutdown()
+            if not failed and self.health.refusal is not None:
+                await self._requested.wait()  # not ready, alive: the error said what to do; a stop ends it
+            await bounded_stop(http.stop)
+            self._engine_thread.close()
 
     async def _work(self, http: HealthServer) -> None:
         kafka = self.settings.kafka
@@ -155,8 +166,9 @@ class Processor:
         tune_switch_interval(self.settings.switch_interval_ms)
         if self.settings.http_port:  # probes answer (not ready) while the broker is still out of reach
             self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
-        counts = await setup_topics(self.settings, self.health.note_broker)
+        counts = await setup_topics(self.settings, self.health.note_broker, self.health.refuse)
         self.partitions = counts[self._names.submissions]
+        self._watch = asyncio.create_task(TopicWatch(kafka, counts, self._refuse_topics).run())
         self._tasks_by_subject.clear()
         self.runtime = Runtime(
             self._engines or build_engines(),
@@ -191,6 +203,7 @@ class Processor:
             batch_lock=self.batch_lock,
             stopping=self._stop,
             session_timeout_seconds=kafka.session_timeout_ms / 1000,
+            misplaced=self._misplaced_state,
         )
         batches = BatchHandler(
             runtime=self._require_runtime(),
@@ -231,6 +244,18 @@ class Processor:
         async with self.batch_lock:  # no rebalance moves the partitions meanwhile
             await self._publisher.commit_group_offsets(self._consumer, timeout, all_behind=True)
 
+    def _refuse_topics(self, problem: str) -> None:
+        """A topic was deleted or re-partitioned under the running tasks: stop them all (platform P14)."""
+        if self.health.refusal is not None:
+            return  # said once
+        log.error(problem)
+        self.health.refuse(problem)
+        self._stop.set()
+
+    def _misplaced_state(self, task: int, keys: list[str]) -> None:
+        """A restored changelog partition holds subjects another task owns (platform P14)."""
+        self._refuse_topics(misplaced_state(self._names.changelog, task, keys, self.partitions))
+
     async def _catch_up_tables(self) -> None:
         started, runtime = time.perf_counter(), self._require_runtime()
 
@@ -257,16 +282,16 @@ class Processor:
         )
         await self._peers.start()
 
-    async def _shutdown(self, http: HealthServer) -> None:
-        """Stop every client concurrently, each within a bound: with the broker gone, a client's stop can wait
-        for ever, and the whole stop must stay within about two seconds."""
+    async def _shutdown(self) -> None:
+        """Stop every Kafka client concurrently, each within a bound: with the broker gone, a client's stop can
+        wait for ever, and the whole stop must stay within about two seconds."""
+        if self._watch is not None:
+            self._watch.cancel()
         stops = [
             lambda: self._tasks.stop_all(CLIENT_STOP_SECONDS * 0.8),
             *(c.stop for c in (self._consumer, self._barrier, self._restorer, self._loose, self._peers) if c),
-            http.stop,
         ]
         await asyncio.gather(*(bounded_stop(stop) for stop in stops))
-        self._engine_thread.close()
 
     def _task_of(self, subject: str) -> int:
         """The task (partition) owning a subject; cached, as murmur2 is pure Python in aiokafka."""

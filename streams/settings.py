@@ -199,6 +199,10 @@ class Settings(BaseSettings):
     max_task_aborts: int = Field(default=3, ge=1)
     """Times one record may abort its task's transaction (the broker refusing its outputs) before it is
     dead-lettered instead of tried again."""
+    accept_empty_state: bool = False
+    """Start although the changelog or decisions topic is missing or empty while the consumer group has
+    committed offsets (the state was deleted on purpose); without it such a start is refused. Set it for one
+    start only: the check protects every later one."""
     liveness_timeout_seconds: float = Field(default=60.0, gt=0)
     """/livez turns false when the processing loop has made no progress for this long, so an orchestrator
     restarts a process that is truly stuck."""

@@ -321,7 +321,7 @@ class ClusterPlacementEngine:
         return {"cel_evaluations_stopped": self.cel_evaluations_stopped, "cel_budget_stops": self.cel_budget_stops}
 
     def costly(self, key: str, state: PlacementState) -> bool:
-        """Decided after the other subjects of a batch (platform P14): a placement whose last evaluation its CEL
+        """Decided after the other subjects of a batch (platform P15): a placement whose last evaluation its CEL
         budget stopped (C17), which will most likely spend it again, and one whose CEL has not been evaluated in
         this spec yet, which may."""
         if key in self._budget_streaks:

@@ -266,7 +266,7 @@ class Runtime:
         the task finished. A subject's state is final once decided, so its entry can go at once.
 
         Costly subjects (`CostlyEngine`) wait until every other task's subjects are decided and finished, so one
-        expensive subject delays no other task's commit (platform P14); each subject is still decided once."""
+        expensive subject delays no other task's commit (platform P15); each subject is still decided once."""
         task_of = self._task_of
         by_task: dict[int, _TaskWork] = {}
         for key in batch.dirty:

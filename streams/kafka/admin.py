@@ -10,7 +10,7 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
 
-from streams.errors import TopicSetupError
+from streams.errors import TopicRefusal, TopicSetupError
 from streams.kafka.access import (
     AccessDeniedError,
     Grant,
@@ -25,6 +25,8 @@ from streams.kafka.access import (
 )
 from streams.kafka.clients import admin_client
 from streams.kafka.retry import kafka_retrying
+from streams.kafka.topic_checks import check_state_topics, committed_offsets, refuse_lost_topics
+from streams.kafka.topology import REPARTITION_HELP
 from streams.settings import Settings
 from topics.names import TOPIC_SPECS, TopicRole
 
@@ -40,14 +42,18 @@ TOPIC_AUTHORIZATION_FAILED = 29
 _METADATA_ATTEMPTS = 50  # x 0.2 s: metadata of a created topic propagates in milliseconds on a healthy cluster
 
 
-async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) -> dict[str, int]:
-    """Connect, check the broker grants what the processor needs, and `ensure_topics`; `reachable` hears whether
-    the broker answered.
+async def setup_topics(
+    settings: Settings, reachable: Callable[[bool], None], refused: Callable[[str | None], None] = lambda _: None
+) -> dict[str, int]:
+    """Connect, check the broker grants what the processor needs, `ensure_topics` and check the state topics
+    (topic_checks.py); `reachable` hears whether the broker answered, `refused` why the topics are refused
+    (None once they are accepted).
 
     Every obstacle is waited out, as at start the broker is often simply not up yet: an unreachable broker is
     retried every 2 s, saying so each time; a rejected login, an untrusted certificate or a missing ACL is said
     once (again only if it changes) and rechecked every few seconds, so granting the ACL or fixing the secret
-    lets the processor go on without a restart, and the log is not flooded meanwhile.
+    lets the processor go on without a restart, and the log is not flooded meanwhile. A refusal of the topics
+    is said and rechecked the same way.
     """
     kafka = settings.kafka
     said = ""
@@ -82,8 +88,13 @@ async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) ->
             reachable(True)
             missing = await missing_access(settings, admin)
             if not missing:
-                return await ensure_topics(settings, admin)
+                counts = await _checked_topics(settings, admin)
+                refused(None)
+                return counts
             once(denied_message(kafka, missing, "checked at start; rechecked every few seconds"))
+        except TopicRefusal as exc:
+            refused(str(exc))
+            once(f"refusing to run the tasks: {exc} (rechecked every few seconds)")
         except AccessDeniedError as exc:
             once(str(exc))
         except (KafkaError, TimeoutError) as exc:
@@ -95,6 +106,15 @@ async def setup_topics(settings: Settings, reachable: Callable[[bool], None]) ->
         finally:
             await admin.close()
         await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
+
+
+async def _checked_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:
+    """`ensure_topics` between the state checks that must see the topics before and after it."""
+    committed = await committed_offsets(settings, admin)
+    await refuse_lost_topics(settings, admin, committed)
+    counts = await ensure_topics(settings, admin)
+    await check_state_topics(settings, admin, counts, committed)
+    return counts
 
 
 async def missing_access(settings: Settings, admin: AIOKafkaAdminClient) -> list[Grant]:
@@ -148,7 +168,7 @@ async def ensure_topics(
     }
     if len(set(co.values())) > 1:
         shape = ", ".join(f"{name}={n}" for name, n in sorted(co.items()))
-        raise TopicSetupError(f"co-partitioned topics must have equal partition counts, found {shape}")
+        raise TopicRefusal(f"co-partitioned topics must have equal partition counts, found {shape}; {REPARTITION_HELP}")
     return counts
 
 

@@ -53,6 +53,7 @@ class TaskOwnership:
         batch_lock: asyncio.Lock,
         stopping: asyncio.Event,
         session_timeout_seconds: float,
+        misplaced: Callable[[int, list[str]], None] = lambda _task, _keys: None,
     ) -> None:
         self._runtime = runtime
         self._tasks = tasks
@@ -72,6 +73,8 @@ class TaskOwnership:
         self._batch_lock = batch_lock
         self._stopping = stopping
         self._session_timeout_seconds = session_timeout_seconds
+        self._misplaced = misplaced
+        """Hears of restored subjects another task owns: the state was built with another partition count."""
         self.assigned: frozenset[int] = frozenset()
         """Task partitions owned now, each restored."""
         self.generation = 0
@@ -221,6 +224,9 @@ class TaskOwnership:
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
         tasks = self._tasks_of(restored)
+        strays = [key for key, task in zip(restored, tasks, strict=True) if task != partition]
+        if strays:
+            self._misplaced(partition, strays)
         self.stale.add(partition, [key for key, task in zip(restored, tasks, strict=True) if task == partition])
         self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
         return from_start

@@ -146,7 +146,12 @@ async def read_latest(
 
 
 def new_reader(
-    kafka: KafkaSettings, client_id: str, *, fetch_max_wait_ms: int = 500, retry_backoff_ms: int = 100
+    kafka: KafkaSettings,
+    client_id: str,
+    *,
+    fetch_max_wait_ms: int = 500,
+    retry_backoff_ms: int = 100,
+    max_partition_fetch_bytes: int = 1_048_576,
 ) -> AIOKafkaConsumer:
     """A group-less, read_committed consumer for manual assignment."""
     return AIOKafkaConsumer(
@@ -154,6 +159,7 @@ def new_reader(
         client_id=client_id,
         fetch_max_wait_ms=fetch_max_wait_ms,
         retry_backoff_ms=retry_backoff_ms,
+        max_partition_fetch_bytes=max_partition_fetch_bytes,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",

@@ -136,7 +136,7 @@ def test_hostile_placement_stopped_again_is_noted_with_its_key(
 def test_a_placement_stopped_by_its_budget_is_decided_after_the_others_of_its_batch(
     replayed: tuple[Replayer, dict[str, dict[str, Any]]],
 ) -> None:
-    """Once stopped by its budget it is costly (platform P14): a batch that changes it and a placement whose key
+    """Once stopped by its budget it is costly (platform P15): a batch that changes it and a placement whose key
     sorts after it decides the other placement first."""
     replayer, _ = replayed
     hostile, later = "Placement/tenant/hostile", "Placement/tenant/z-canary"

@@ -256,6 +256,9 @@ async def test_processor_with_documented_acls_decides_queue_cluster_and_hybrid(
     (rule,) = values(decisions, "placementrule.decided.v1")[-1:]
     assert "cluster4" not in {d["name"] for d in rule["data"]["decisions"]}  # vetoed by the veto advisor
     secrets_seen += [(tmp_path / f"advisor-{name}.log").read_text() for name in ADVISORS]
+    async with started(settings) as (processor, task):  # the start checks again, on topics holding data now
+        await until_ready(processor, task)
+        assert processor.health.refusal is None
 
 
 async def test_missing_write_on_decisions_is_one_clear_error_until_granted(

@@ -54,6 +54,7 @@ def test_environment_settings_are_read_with_the_prefix(monkeypatch: pytest.Monke
             "http_port": 0,
             "queue_config": "queues.yaml",
             "cel_placement_budget": 1000,
+            "accept_empty_state": True,
         },
     ],
     ids=["defaults", "everything-set"],
@@ -66,6 +67,17 @@ def test_settings_as_environment_read_back_the_same(
     for key, value in settings.environment().items():
         monkeypatch.setenv(key, value)
     assert load_settings() == settings
+
+
+@pytest.mark.parametrize(("value", "accepted"), [(None, False), ("true", True), ("false", False)])
+def test_an_empty_state_is_accepted_only_when_said(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, accepted: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv("PLACEMENT_ACCEPT_EMPTY_STATE", raising=False)
+    else:
+        monkeypatch.setenv("PLACEMENT_ACCEPT_EMPTY_STATE", value)
+    assert load_settings().accept_empty_state is accepted
 
 
 def test_kafka_bootstrap_servers_points_everything_at_an_existing_broker(monkeypatch: pytest.MonkeyPatch) -> None:

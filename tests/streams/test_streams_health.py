@@ -66,3 +66,16 @@ def test_liveness_turns_false_when_progress_stops_and_after_a_crash() -> None:
 )
 def test_static_membership_defaults_to_a_statefulset_pod_name(environ: dict[str, str], identity: str | None) -> None:
     assert stable_identity(environ) == identity
+
+
+def test_refused_topics_are_not_ready_yet_alive_without_progress() -> None:
+    """A restart would be refused the same way: liveness does not ask for one."""
+    health = started()
+    health.refuse("partition count changed")
+    time.sleep(0.25)
+    assert not health.ready() and health.alive()
+    health.crashed = True
+    assert not health.alive()
+    health.crashed = False
+    health.refuse(None)
+    assert not health.alive(), "progress counts again once the topics are accepted"
