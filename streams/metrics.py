@@ -113,6 +113,14 @@ class Metrics:
         self.loop_progress_age = Gauge(
             "placement_loop_progress_age_seconds", "Seconds since the processing loop last made progress", registry=r
         )
+        self.http_rejected = Counter(
+            "placement_http_rejected",
+            "HTTP requests refused or failed, by reason (too_many_connections, header_too_large, bad_request,"
+            " timeout, reset, socket_error, accept_failed)",
+            ["reason"],
+            registry=r,
+        )
+        self.http_connections = Gauge("placement_http_connections", "Open connections to the HTTP endpoint", registry=r)
 
     def count_produced(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
         """Add records that are now committed (or sent outside any transaction)."""

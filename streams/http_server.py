@@ -1,0 +1,277 @@
+"""The HTTP/1.1 server under the probes, metrics and explain: its own thread and event loop, h11 for parsing,
+and limits on what a client can make it hold.
+
+It runs beside the processor rather than in its event loop, so connections, parsing and answers never queue
+ahead of a batch's Kafka round trips: the processor's loop sees no HTTP socket at all. What a client can make
+the server hold is bounded: connections (past `max_connections` nothing more is accepted until one ends: the
+kernel's listen backlog holds the rest), the request line and headers (`max_header_bytes`, past it 431; a
+malformed request 400), and time (the request must arrive within `timeout_seconds`, the answer be taken within
+as long). A refused or failed request is counted by reason in `placement_http_rejected_total` and logged at most
+once per reason per `log_interval_seconds`, with how many were left out; never with a traceback. Accept errors
+at the file descriptor limit are counted the same way and retried after a pause, without spinning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+import h11
+from prometheus_client import Counter, Gauge
+
+__all__ = ["HttpLimits", "Rejections", "Request", "Response", "ThreadedHttpServer"]
+
+_log = logging.getLogger("placement.http")
+
+_RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+"""accept() failing for want of descriptors or memory: the connection waits in the backlog, retried later."""
+_ACCEPT_PAUSE_SECONDS = 0.25
+_LINGER_BYTES = 256 * 1024
+"""After an error answer, this much of what the client still sends is read and dropped before closing, so the
+close does not reset the connection before the client has read the answer."""
+_RECEIVE_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """What one client, or many, can make the server hold."""
+
+    max_connections: int = 64
+    max_header_bytes: int = 16 * 1024
+    timeout_seconds: float = 5.0
+    log_interval_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the routes read of a request."""
+
+    method: str
+    target: str
+    authorization: bytes = b""
+
+
+@dataclass(frozen=True)
+class Response:
+    """An answer; always sent with Content-Length and `Connection: close`."""
+
+    status: int
+    body: bytes
+    content_type: str = "text/plain"
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def encode(self) -> bytes:
+        """Status line, headers and body."""
+        extra = "".join(f"{name}: {value}\r\n" for name, value in self.headers)
+        head = (
+            f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}\r\n{extra}Content-Type: {self.content_type}\r\n"
+            f"Content-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
+        )
+        return head.encode() + self.body
+
+
+@dataclass
+class Rejections:
+    """Refused and failed requests: a counter per reason, and a log line per reason at most once per interval."""
+
+    counter: Counter
+    interval: float
+    _last: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """reason -> (when last logged, how many since)."""
+
+    def note(self, reason: str, detail: str) -> None:
+        """Count one; log it unless this reason was logged less than `interval` ago."""
+        self.counter.labels(reason).inc()
+        now = time.monotonic()
+        last = self._last.get(reason)
+        if last is not None and now - last[0] < self.interval:
+            self._last[reason] = (last[0], last[1] + 1)
+            return
+        self._last[reason] = (now, 0)
+        left_out = last[1] if last is not None else 0
+        _log.warning(
+            "HTTP request refused: %s (%s); more are counted in placement_http_rejected_total, logged at most"
+            " once every %g s",
+            reason,
+            detail,
+            self.interval,
+            extra={"reason": reason, "left_out": left_out},
+        )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class ThreadedHttpServer:
+    """Serves `handler` on a listening socket from a thread of its own; one request per connection."""
+
+    def __init__(self, handler: Handler, limits: HttpLimits, rejected: Counter, connections: Gauge) -> None:
+        self._handler = handler
+        self._limits = limits
+        self._rejections = Rejections(rejected, limits.log_interval_seconds)
+        self._connections_gauge = connections
+        self._open = 0
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self._freed: asyncio.Event | None = None
+        self._started = threading.Event()
+
+    def start(self, host: str, port: int) -> int:
+        """Bind and listen here (a port in use fails the caller), then serve from the thread; returns the port."""
+        listener = socket.create_server((host, port), backlog=128, reuse_port=False)
+        listener.setblocking(False)
+        self._thread = threading.Thread(target=self._run, args=(listener,), name="placement-http", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        return int(listener.getsockname()[1])
+
+    def stop(self, timeout: float) -> None:
+        """Close the listener and every connection; blocks up to `timeout` for the thread to end."""
+        loop, stopped, thread = self._loop, self._stopped, self._thread
+        if loop is not None and stopped is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(stopped.set)
+        if thread is not None:
+            thread.join(timeout)
+        self._thread = None
+
+    def _run(self, listener: socket.socket) -> None:
+        try:
+            asyncio.run(self._serve(listener))
+        finally:
+            listener.close()
+            self._started.set()  # start() returns even if the loop failed to start
+
+    async def _serve(self, listener: socket.socket) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopped, self._freed = asyncio.Event(), asyncio.Event()
+        self._started.set()
+        connections: set[asyncio.Task[None]] = set()
+        accepting = asyncio.create_task(self._accept(listener, connections))
+        try:
+            await self._stopped.wait()
+        finally:
+            accepting.cancel()
+            for task in list(connections):
+                task.cancel()
+            await asyncio.gather(accepting, *connections, return_exceptions=True)
+            self._loop = None
+
+    async def _accept(self, listener: socket.socket, connections: set[asyncio.Task[None]]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if self._open >= self._limits.max_connections:
+                await self._slot(listener)
+            try:
+                client, _ = await loop.sock_accept(listener)
+            except OSError as exc:
+                if exc.errno in _RESOURCE_ERRORS:
+                    self._rejections.note("accept_failed", f"accept: {exc.strerror}; retried shortly")
+                    await asyncio.sleep(_ACCEPT_PAUSE_SECONDS)
+                continue  # a connection aborted before it was accepted
+            client.setblocking(False)
+            self._open += 1
+            self._connections_gauge.set(self._open)
+            task = asyncio.create_task(self._connection(client))
+            connections.add(task)
+            task.add_done_callback(connections.discard)
+
+    async def _slot(self, listener: socket.socket) -> None:
+        """At the connection limit, accept nothing until a connection ends: clients past the limit wait in the
+        listen backlog (beyond it the kernel drops their connection attempts, and they retry), costing the
+        process nothing however fast they come. A connection held back is counted once per such wait."""
+        loop, freed = asyncio.get_running_loop(), self._freed
+        assert freed is not None
+        fd = listener.fileno()
+
+        def held_back() -> None:
+            loop.remove_reader(fd)
+            self._rejections.note("too_many_connections", f"{self._limits.max_connections} connections open")
+
+        freed.clear()
+        loop.add_reader(fd, held_back)
+        try:
+            while self._open >= self._limits.max_connections:
+                await freed.wait()
+                freed.clear()
+        finally:
+            loop.remove_reader(fd)
+
+    async def _connection(self, client: socket.socket) -> None:
+        """Serve one accepted connection (counted in `_open` by the accept loop) and close it."""
+        try:
+            answer = await self._answer(client)
+            if answer is not None:
+                await self._send(client, answer)
+        except (ConnectionError, TimeoutError) as exc:
+            self._rejections.note("timeout" if isinstance(exc, TimeoutError) else "reset", type(exc).__name__)
+        except OSError as exc:
+            self._rejections.note("socket_error", exc.strerror or type(exc).__name__)
+        finally:
+            client.close()
+            self._open -= 1
+            self._connections_gauge.set(self._open)
+            if self._freed is not None:
+                self._freed.set()
+
+    async def _answer(self, client: socket.socket) -> bytes | None:
+        """The encoded answer to the request, or None when the client left without one."""
+        try:
+            async with asyncio.timeout(self._limits.timeout_seconds):
+                request = await self._receive(client)
+        except h11.RemoteProtocolError as exc:
+            status = exc.error_status_hint if exc.error_status_hint in (400, 431) else 400
+            reason = "header_too_large" if status == 431 else "bad_request"
+            self._rejections.note(reason, str(exc))
+            message = f"{HTTPStatus(status).phrase}: {exc}\n".encode()
+            await self._send(client, Response(status, message).encode())
+            await self._linger(client)
+            return None
+        return None if request is None else (await self._respond(request)).encode()
+
+    async def _respond(self, request: Request) -> Response:
+        try:
+            return await self._handler(request)
+        except Exception:  # a failing handler answers 500: the client never sees a dropped connection
+            _log.exception("HTTP %s failed", request.target)
+            return Response(500, b'{"error":"internal error, see the service log"}\n', "application/json")
+
+    async def _receive(self, client: socket.socket) -> Request | None:
+        loop = asyncio.get_running_loop()
+        parser = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_header_bytes)
+        while True:
+            event = parser.next_event()
+            if event is h11.NEED_DATA:
+                parser.receive_data(await loop.sock_recv(client, _RECEIVE_BYTES))
+            elif isinstance(event, h11.Request):
+                authorization = next((v for k, v in event.headers if k == b"authorization"), b"")
+                return Request(event.method.decode("ascii", "replace"), event.target.decode("latin-1"), authorization)
+            else:  # the client closed before a whole request
+                return None
+
+    async def _send(self, client: socket.socket, data: bytes) -> None:
+        async with asyncio.timeout(self._limits.timeout_seconds):
+            await asyncio.get_running_loop().sock_sendall(client, data)
+
+    async def _linger(self, client: socket.socket) -> None:
+        """Read and drop what the client still sends, within bounds, so closing does not reset the connection
+        before it has read the error answer."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(OSError, TimeoutError):
+            client.shutdown(socket.SHUT_WR)
+            async with asyncio.timeout(min(1.0, self._limits.timeout_seconds)):
+                dropped = 0
+                while dropped < _LINGER_BYTES:
+                    data = await loop.sock_recv(client, _RECEIVE_BYTES)
+                    if not data:
+                        return
+                    dropped += len(data)
