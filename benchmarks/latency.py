@@ -276,9 +276,11 @@ async def measure(
     baseline: str | None = None,
     source: Path | None = None,
     load: Load | None = None,
+    stages: bool = True,
 ) -> Runs:
     """Per rate, the figures of `repeat` runs: of the processor (run from the checkout `source`, default this one,
-    with `load` running beside the runs), or of the baseline copier in mode `baseline`."""
+    with `load` running beside the runs; its stages read from /metrics unless `stages` is false), or of the
+    baseline copier in mode `baseline`."""
     run = uuid.uuid4().hex[:8]
     workload = _workload()
     results: Runs = {rate: [] for rate in rates}
@@ -314,7 +316,15 @@ async def measure(
                     for rate in rates:
                         count = max(1, int(rate * seconds))
                         results[rate].append(
-                            await _run_rate(bootstrap, settings, instance, reader, first=first, count=count, rate=rate)
+                            await _run_rate(
+                                bootstrap,
+                                settings,
+                                instance if stages else None,
+                                reader,
+                                first=first,
+                                count=count,
+                                rate=rate,
+                            )
                         )
                         first += count
         finally:

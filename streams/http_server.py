@@ -1,14 +1,15 @@
-"""The HTTP/1.1 server under the probes, metrics and explain: its own thread and event loop, h11 for parsing,
-and limits on what a client can make it hold.
+"""The HTTP/1.1 server under the probes, metrics and explain: its own thread and event loop, h11 for parsing, and
+limits on what a client can make it hold.
 
-It runs beside the processor rather than in its event loop, so connections, parsing and answers never queue
-ahead of a batch's Kafka round trips: the processor's loop sees no HTTP socket at all. What a client can make
-the server hold is bounded: connections (past `max_connections` nothing more is accepted until one ends: the
-kernel's listen backlog holds the rest), the request line and headers (`max_header_bytes`, past it 431; a
-malformed request 400), and time (the request must arrive within `timeout_seconds`, the answer be taken within
-as long). A refused or failed request is counted by reason in `placement_http_rejected_total` and logged at most
-once per reason per `log_interval_seconds`, with how many were left out; never with a traceback. Accept errors
-at the file descriptor limit are counted the same way and retried after a pause, without spinning.
+It runs beside the processor rather than in its event loop, so connections, parsing and answers never queue ahead
+of a batch's Kafka round trips: the processor's loop sees no HTTP socket at all. What a client can make the
+server hold is bounded: connections (past `max_connections` nothing more is accepted until one ends, the kernel's
+listen backlog holding the rest, and one idle for a second is closed to make room), the request line and headers
+(`max_header_bytes`, past it 431; a malformed request 400), and time (the request must arrive within
+`timeout_seconds`, the answer be taken within as long). A refused or failed request is counted by reason in
+`placement_http_rejected_total` and logged at most once per reason per `log_interval_seconds`, with how many were
+left out; never with a traceback. Accept errors at the file descriptor limit are counted the same way and retried
+after a pause, without spinning.
 """
 
 from __future__ import annotations
@@ -38,6 +39,15 @@ _LINGER_BYTES = 256 * 1024
 """After an error answer, this much of what the client still sends is read and dropped before closing, so the
 close does not reset the connection before the client has read the answer."""
 _RECEIVE_BYTES = 16 * 1024
+_EVICT_AFTER_SECONDS = 1.0
+
+
+@dataclass
+class _Open:
+    """An accepted connection: since when, and whether its request is still awaited."""
+
+    since: float
+    receiving: bool = True
 
 
 @dataclass(frozen=True)
@@ -118,11 +128,13 @@ class ThreadedHttpServer:
         self._limits = limits
         self._rejections = Rejections(rejected, limits.log_interval_seconds)
         self._connections_gauge = connections
-        self._open = 0
+        self._open: dict[asyncio.Task[None], _Open] = {}
+        """Accepted connections, by the task serving each."""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
-        self._freed: asyncio.Event | None = None
+        self._wake: asyncio.Event | None = None
+        """Set when a connection ends or one waits to be accepted."""
         self._started = threading.Event()
 
     def start(self, host: str, port: int) -> int:
@@ -153,23 +165,23 @@ class ThreadedHttpServer:
 
     async def _serve(self, listener: socket.socket) -> None:
         self._loop = asyncio.get_running_loop()
-        self._stopped, self._freed = asyncio.Event(), asyncio.Event()
+        self._stopped, self._wake = asyncio.Event(), asyncio.Event()
         self._started.set()
-        connections: set[asyncio.Task[None]] = set()
-        accepting = asyncio.create_task(self._accept(listener, connections))
+        accepting = asyncio.create_task(self._accept(listener))
         try:
             await self._stopped.wait()
         finally:
             accepting.cancel()
-            for task in list(connections):
+            connections = list(self._open)
+            for task in connections:
                 task.cancel()
             await asyncio.gather(accepting, *connections, return_exceptions=True)
             self._loop = None
 
-    async def _accept(self, listener: socket.socket, connections: set[asyncio.Task[None]]) -> None:
+    async def _accept(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            if self._open >= self._limits.max_connections:
+            if len(self._open) >= self._limits.max_connections:
                 await self._slot(listener)
             try:
                 client, _ = await loop.sock_accept(listener)
@@ -179,37 +191,58 @@ class ThreadedHttpServer:
                     await asyncio.sleep(_ACCEPT_PAUSE_SECONDS)
                 continue  # a connection aborted before it was accepted
             client.setblocking(False)
-            self._open += 1
-            self._connections_gauge.set(self._open)
-            task = asyncio.create_task(self._connection(client))
-            connections.add(task)
-            task.add_done_callback(connections.discard)
+            state = _Open(time.monotonic())
+            task = asyncio.create_task(self._connection(client, state))
+            self._open[task] = state
+            self._connections_gauge.set(len(self._open))
 
     async def _slot(self, listener: socket.socket) -> None:
         """At the connection limit, accept nothing until a connection ends: clients past the limit wait in the
         listen backlog (beyond it the kernel drops their connection attempts, and they retry), costing the
-        process nothing however fast they come. A connection held back is counted once per such wait."""
-        loop, freed = asyncio.get_running_loop(), self._freed
-        assert freed is not None
-        fd = listener.fileno()
+        process nothing however fast they come. Once one waits (counted once per such wait), the connection
+        that has waited longest for its request, at least `_EVICT_AFTER_SECONDS`, is closed for it: idle clients
+        holding every connection cannot keep a probe out for longer than that."""
+        loop, wake = asyncio.get_running_loop(), self._wake
+        assert wake is not None
+        fd, waiting = listener.fileno(), [False]
 
         def held_back() -> None:
             loop.remove_reader(fd)
+            waiting[0] = True
+            wake.set()
             self._rejections.note("too_many_connections", f"{self._limits.max_connections} connections open")
 
-        freed.clear()
+        wake.clear()
         loop.add_reader(fd, held_back)
         try:
-            while self._open >= self._limits.max_connections:
-                await freed.wait()
-                freed.clear()
+            while len(self._open) >= self._limits.max_connections:
+                delay = self._evict_idlest() if waiting[0] else None
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await wake.wait()
+                wake.clear()
         finally:
             loop.remove_reader(fd)
 
-    async def _connection(self, client: socket.socket) -> None:
+    def _evict_idlest(self) -> float | None:
+        """Close the connection waiting longest for its request if it waited `_EVICT_AFTER_SECONDS`; else the
+        seconds until one will have (None: every connection is being answered, or one was just closed)."""
+        receiving = [(state.since, task) for task, state in self._open.items() if state.receiving]
+        if not receiving:
+            return None
+        since, task = min(receiving, key=lambda pair: pair[0])
+        wait = since + _EVICT_AFTER_SECONDS - time.monotonic()
+        if wait > 0:
+            return wait
+        self._open[task].receiving = False  # cancelled once
+        task.cancel()
+        self._rejections.note("idle_evicted", "closed to accept a waiting connection")
+        return None
+
+    async def _connection(self, client: socket.socket, state: _Open) -> None:
         """Serve one accepted connection (counted in `_open` by the accept loop) and close it."""
         try:
-            answer = await self._answer(client)
+            answer = await self._answer(client, state)
             if answer is not None:
                 await self._send(client, answer)
         except (ConnectionError, TimeoutError) as exc:
@@ -218,16 +251,19 @@ class ThreadedHttpServer:
             self._rejections.note("socket_error", exc.strerror or type(exc).__name__)
         finally:
             client.close()
-            self._open -= 1
-            self._connections_gauge.set(self._open)
-            if self._freed is not None:
-                self._freed.set()
+            this = asyncio.current_task()
+            if this is not None:
+                self._open.pop(this, None)
+            self._connections_gauge.set(len(self._open))
+            if self._wake is not None:
+                self._wake.set()
 
-    async def _answer(self, client: socket.socket) -> bytes | None:
+    async def _answer(self, client: socket.socket, state: _Open) -> bytes | None:
         """The encoded answer to the request, or None when the client left without one."""
         try:
             async with asyncio.timeout(self._limits.timeout_seconds):
                 request = await self._receive(client)
+            state.receiving = False
         except h11.RemoteProtocolError as exc:
             status = exc.error_status_hint if exc.error_status_hint in (400, 431) else 400
             reason = "header_too_large" if status == 431 else "bad_request"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from streams.http import HealthServer, http_get
-from streams.http_server import HttpLimits
+from streams.http_server import HttpLimits, Request, Response, ThreadedHttpServer
 from streams.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,18 +114,44 @@ async def test_an_oversized_or_malformed_request_gets_a_4xx_and_one_line_without
     assert not any(r.exc_info for r in caplog.records)
 
 
-async def test_connections_past_the_limit_wait_unaccepted_until_one_ends() -> None:
+async def test_connections_past_the_limit_wait_unaccepted_while_every_one_is_answered() -> None:
+    gate = threading.Event()
+    metrics = Metrics()
+
+    async def slow(request: Request) -> Response:
+        await asyncio.to_thread(gate.wait, 30)
+        return Response(200, b"ok\n")
+
+    server = ThreadedHttpServer(slow, HttpLimits(max_connections=2), metrics.http_rejected, metrics.http_connections)
+    port = await asyncio.to_thread(server.start, "127.0.0.1", 0)
+    try:
+        request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        answered = [asyncio.create_task(asyncio.to_thread(exchange, port, request)) for _ in range(2)]
+        await until(lambda: metrics.http_connections._value.get() == 2)
+        third = asyncio.create_task(asyncio.to_thread(exchange, port, request))
+        await until(lambda: metrics.http_rejected.labels("too_many_connections")._value.get() == 1)
+        assert metrics.http_connections._value.get() == 2  # held back in the backlog, not accepted
+        assert not third.done()
+        gate.set()
+        answers = [await task for task in (*answered, third)]
+    finally:
+        gate.set()
+        await asyncio.to_thread(server.stop, 10)
+    assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)
+    assert metrics.http_rejected.labels("idle_evicted")._value.get() == 0  # answering connections are not closed
+
+
+async def test_idle_connections_holding_every_slot_make_room_for_a_request() -> None:
     async with serving(HttpLimits(max_connections=2, timeout_seconds=60)) as served:
-        with connected(served.port), connected(served.port) as second:
+        with connected(served.port) as first, connected(served.port) as second:
             await until(lambda: served.metrics.http_connections._value.get() == 2)
-            waiting = asyncio.create_task(
-                asyncio.to_thread(exchange, served.port, b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
-            )
-            await until(lambda: served.rejected("too_many_connections") == 1)  # held back in the backlog
-            assert not waiting.done()
-            assert served.metrics.http_connections._value.get() == 2
-            second.close()
-            answer = await waiting
+            answer = await asyncio.to_thread(exchange, served.port, b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert await asyncio.to_thread(first.recv, 1024) == b""  # the longest idle was closed for it
+            assert served.rejected("idle_evicted") == 1
+            assert served.rejected("too_many_connections") == 1
+            second.settimeout(0.2)
+            with pytest.raises(TimeoutError):
+                second.recv(1024)  # still open
     assert answer.startswith(b"HTTP/1.1 200 ")
 
 
@@ -168,7 +194,7 @@ async def test_without_a_maximum_age_every_scrape_sees_the_latest_values() -> No
 _AT_THE_LIMIT = """
 import asyncio, os, resource, sys
 from streams.http import HealthServer
-from streams.http_server import HttpLimits
+from streams.http_server import HttpLimits, Request, Response, ThreadedHttpServer
 from streams.logs import configure_logging
 from streams.metrics import Metrics
 
