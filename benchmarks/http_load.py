@@ -7,8 +7,8 @@ adds the same measurement of the processor run from another checkout (e.g. main)
 this one, so both see the same machine and broker.
 
 Usage: `python -m benchmarks.http_load [--source /work/main] [--rate 100] [--seconds 5] [--repeat 3]
-[--scrapers 50] [--idle 2000]`. Loopback only; every loop is bounded by a deadline. Figures are printed, never
-asserted.
+[--scrapers 50] [--idle 2000] [--loads quiet,scrape,idle]`. Loopback only; every loop is bounded by a deadline.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -113,11 +113,12 @@ async def _measure(
     bootstrap: str, sources: dict[str, Path | None], args: argparse.Namespace
 ) -> dict[tuple[str, str], list[dict[str, float]]]:
     """Per (checkout, load), the figures of each run; checkouts alternate within each repetition."""
-    loads = {
+    every = {
         "quiet": ("", 0),
         f"{args.scrapers} scrapers": ("scrape", args.scrapers),
         f"{args.idle} idle": ("idle", args.idle),
     }
+    loads = {label: load for label, load in every.items() if (load[0] or "quiet") in args.loads.split(",")}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.repeat):
         for load, (kind, clients) in loads.items():
@@ -142,6 +143,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per checkout and load (medians are printed)")
     parser.add_argument("--scrapers", type=int, default=50, help="clients fetching /metrics in a loop")
     parser.add_argument("--idle", type=int, default=2000, help="idle connections held open")
+    parser.add_argument("--loads", default="quiet,scrape,idle", help="which loads to run, comma-separated")
     args = parser.parse_args()
     sources: dict[str, Path | None] = {"this": None}
     if args.source is not None:

@@ -5,11 +5,11 @@ It runs beside the processor rather than in its event loop, so connections, pars
 of a batch's Kafka round trips: the processor's loop sees no HTTP socket at all. What a client can make the
 server hold is bounded: connections (past `max_connections` nothing more is accepted until one ends, the kernel's
 listen backlog holding the rest, and one idle for a second is closed to make room), the request line and headers
-(`max_header_bytes`, past it 431; a malformed request 400), and time (the request must arrive within
-`timeout_seconds`, the answer be taken within as long). A refused or failed request is counted by reason in
-`placement_http_rejected_total` and logged at most once per reason per `log_interval_seconds`, with how many were
-left out; never with a traceback. Accept errors at the file descriptor limit are counted the same way and retried
-after a pause, without spinning.
+(`max_header_bytes`, past it 431; a malformed request 400), the rate of answers (`max_requests_per_second`), and
+time (the request must arrive within `timeout_seconds`, the answer be taken within as long). A refused or failed
+request is counted by reason in `placement_http_rejected_total` and logged at most once per reason per
+`log_interval_seconds`, with how many were left out; never with a traceback. Accept errors at the file descriptor
+limit are counted the same way and retried after a pause, without spinning.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ class HttpLimits:
     max_header_bytes: int = 16 * 1024
     timeout_seconds: float = 5.0
     log_interval_seconds: float = 60.0
+    max_requests_per_second: float = 100.0
+    """Requests are answered at most this often, evenly spaced: what clients in a loop cost the process (its
+    interpreter lock included) stays bounded, however many they are."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,8 @@ class ThreadedHttpServer:
         self._stopped: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         """Set when a connection ends or one waits to be accepted."""
+        self._next_answer = 0.0
+        """Loop time at which the next request may be answered."""
         self._started = threading.Event()
 
     def start(self, host: str, port: int) -> int:
@@ -272,7 +277,19 @@ class ThreadedHttpServer:
             await self._send(client, Response(status, message).encode())
             await self._linger(client)
             return None
-        return None if request is None else (await self._respond(request)).encode()
+        if request is None:
+            return None
+        await self._pace()
+        return (await self._respond(request)).encode()
+
+    async def _pace(self) -> None:
+        """Wait for this request's turn: answers are spaced `1 / max_requests_per_second` apart. A waiting request
+        holds its connection, so past the connection limit clients wait in the backlog at no cost."""
+        now = asyncio.get_running_loop().time()
+        turn = max(now, self._next_answer)
+        self._next_answer = turn + 1 / self._limits.max_requests_per_second
+        if turn > now:
+            await asyncio.sleep(turn - now)
 
     async def _respond(self, request: Request) -> Response:
         try:

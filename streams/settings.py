@@ -194,6 +194,9 @@ class Settings(BaseSettings):
     """Bound on a request's line and headers together; past it the answer is 431."""
     http_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     """Time a client has to send its request, and again to take the answer; then the connection is closed."""
+    http_max_requests_per_second: float = Field(default=100.0, gt=0, le=100_000)
+    """Requests the HTTP endpoint answers per second at most, evenly spaced (probes and scrapers need a few);
+    clients asking faster wait their turn, so their cost to the process stays bounded."""
     metrics_max_age_ms: float = Field(default=1000.0, ge=0, le=60_000)
     """/metrics serves a page rendered at most this long ago, so many scrapers cost one rendering."""
     log_level: str = "INFO"
@@ -254,6 +257,7 @@ class Settings(BaseSettings):
             max_connections=self.http_max_connections,
             max_header_bytes=self.http_max_header_bytes,
             timeout_seconds=self.http_timeout_seconds,
+            max_requests_per_second=self.http_max_requests_per_second,
         )
 
     def engine_settings(self) -> EngineSettings:

@@ -165,6 +165,16 @@ async def test_an_idle_or_slow_client_is_closed_after_the_timeout(sent: bytes) -
         assert (await asyncio.to_thread(served.get, "/livez"))[0] == 200
 
 
+async def test_answers_are_spaced_at_the_request_rate() -> None:
+    async with serving(HttpLimits(max_requests_per_second=2)) as served:
+        first = await asyncio.to_thread(served.get, "/livez")
+        later = [asyncio.create_task(asyncio.to_thread(served.get, "/livez")) for _ in range(3)]
+        _done, pending = await asyncio.wait(later, return_when=asyncio.FIRST_COMPLETED)
+        assert pending  # the others wait their turn, half a second apart
+        statuses = [first[0], *[(await task)[0] for task in later]]
+    assert statuses == [200] * 4
+
+
 def _scrapes(served: Served, count: int) -> list[tuple[int, bytes]]:
     with concurrent.futures.ThreadPoolExecutor(count) as pool:
         return list(pool.map(lambda _: served.get("/metrics"), range(count)))

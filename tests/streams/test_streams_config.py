@@ -100,6 +100,7 @@ def test_compression_defaults_to_zstd_and_none_means_uncompressed(
         ("PLACEMENT_HTTP_MAX_HEADER_BYTES", "100", "http_max_header_bytes", "greater than or equal to 1024"),
         ("PLACEMENT_HTTP_TIMEOUT_SECONDS", "0", "http_timeout_seconds", "greater than 0"),
         ("PLACEMENT_METRICS_MAX_AGE_MS", "-1", "metrics_max_age_ms", "greater than or equal to 0"),
+        ("PLACEMENT_HTTP_MAX_REQUESTS_PER_SECOND", "0", "http_max_requests_per_second", "greater than 0"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(
@@ -300,5 +301,8 @@ def test_tls_context_verifies_and_checks_hostnames_unless_told_not_to(tmp_path: 
 
 
 def test_http_limits_come_from_the_settings() -> None:
-    limits = load_settings(http_max_connections=3, http_max_header_bytes=2048, http_timeout_seconds=0.5).http_limits()
+    limits = load_settings(
+        http_max_connections=3, http_max_header_bytes=2048, http_timeout_seconds=0.5, http_max_requests_per_second=7
+    ).http_limits()
     assert (limits.max_connections, limits.max_header_bytes, limits.timeout_seconds) == (3, 2048, 0.5)
+    assert limits.max_requests_per_second == 7
