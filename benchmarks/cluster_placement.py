@@ -235,6 +235,7 @@ async def through_kafka(
         ),
         topics=TopicNames.prefixed(f"bench-{run}."),
         http_port=0,
+        metrics_max_age_ms=0,  # the counts before and after each change are read fresh
     )
     names = settings.topics
     counts = await create_topics(settings)

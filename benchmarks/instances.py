@@ -42,10 +42,11 @@ def compile_bytecode() -> None:
 
 
 class Instance:
-    """One `placement-stream run` process."""
+    """One `placement-stream run` process; `source` is the checkout it runs (default: this one)."""
 
-    def __init__(self, settings: Settings, instance_id: str) -> None:
+    def __init__(self, settings: Settings, instance_id: str, source: Path | None = None) -> None:
         self.port = free_ports(1)[0]
+        self._source = source
         kafka = settings.kafka.model_copy(update={"group_instance_id": instance_id})
         mine = settings.model_copy(update={"kafka": kafka, "http_host": "127.0.0.1", "http_port": self.port})
         self._env = {**os.environ, **mine.environment(), "PLACEMENT_LOG_LEVEL": "WARNING"}
@@ -55,7 +56,7 @@ class Instance:
         """Start the process (it reads the global tables, joins the group and restores on its own)."""
         compile_bytecode()
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "streams", "run", env=self._env, stdin=asyncio.subprocess.DEVNULL
+            sys.executable, "-m", "streams", "run", env=self._env, stdin=asyncio.subprocess.DEVNULL, cwd=self._source
         )
 
     async def _get(self, path: str) -> tuple[int, str]:

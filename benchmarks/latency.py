@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,10 +263,24 @@ async def _run_rate(
     return figures
 
 
+Load = Callable[[int], contextlib.AbstractAsyncContextManager[object]]
+"""Something running beside the measured runs, given the processor's HTTP port (see benchmarks/http_load.py)."""
+
+
 async def measure(
-    bootstrap: str, rates: list[float], seconds: float, repeat: int, *, baseline: str | None = None
+    bootstrap: str,
+    rates: list[float],
+    seconds: float,
+    repeat: int,
+    *,
+    baseline: str | None = None,
+    source: Path | None = None,
+    load: Load | None = None,
+    stages: bool = True,
 ) -> Runs:
-    """Per rate, the figures of `repeat` runs: of the processor, or of the baseline copier in mode `baseline`."""
+    """Per rate, the figures of `repeat` runs: of the processor (run from the checkout `source`, default this one,
+    with `load` running beside the runs; its stages read from /metrics unless `stages` is false), or of the
+    baseline copier in mode `baseline`."""
     run = uuid.uuid4().hex[:8]
     workload = _workload()
     results: Runs = {rate: [] for rate in rates}
@@ -276,9 +292,10 @@ async def measure(
             topics=TopicNames.prefixed(f"bench-l-{run}."),
             queue_config=config,
             log_level="WARNING",
+            metrics_max_age_ms=1000 if load else 0,  # the stage sums before and after a run are read fresh
         )
         await create_topics(settings)
-        instance = None if baseline else Instance(settings, f"bench-l-{run}-0")
+        instance = None if baseline else Instance(settings, f"bench-l-{run}-0", source)
         topics = settings.topics
         copier = _Child("copy", bootstrap, topics.submissions, topics.decisions, f"bench-l-{run}", str(baseline))
         reader = _Child("read", bootstrap, settings.topics.decisions, "3")
@@ -294,13 +311,22 @@ async def measure(
             await warm.start()
             await warm.wait()
             first = 200
-            for _ in range(repeat):
-                for rate in rates:
-                    count = max(1, int(rate * seconds))
-                    results[rate].append(
-                        await _run_rate(bootstrap, settings, instance, reader, first=first, count=count, rate=rate)
-                    )
-                    first += count
+            async with load(instance.port) if load and instance else contextlib.nullcontext():
+                for _ in range(repeat):
+                    for rate in rates:
+                        count = max(1, int(rate * seconds))
+                        results[rate].append(
+                            await _run_rate(
+                                bootstrap,
+                                settings,
+                                instance if stages else None,
+                                reader,
+                                first=first,
+                                count=count,
+                                rate=rate,
+                            )
+                        )
+                        first += count
         finally:
             await reader.stop()
             await copier.stop()

@@ -17,12 +17,14 @@ import orjson
 
 from localbroker.commands import add_commands as add_broker_commands
 from streams.errors import ServiceError
+from streams.version import VERSION
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="placement-stream", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the processor against Kafka (settings from PLACEMENT_* env and .env)")

@@ -1,5 +1,10 @@
-"""A tiny HTTP endpoint on asyncio streams: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>;
-and the GET its clients (`explain --url`, benchmarks, tests) read it with.
+"""The service's HTTP endpoint: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>; and the GET
+its clients (`explain --url`, benchmarks, tests) read it with.
+
+The server (`streams/http_server.py`) runs in a thread of its own, with bounded connections, header sizes and
+times. The probes read the processor's health where they run; /metrics serves a page rendered at most once per
+`metrics_max_age` seconds, in a worker thread, so a crowd of scrapers costs one rendering; /explain runs on the
+processor's event loop, where the runtime it reads is changed.
 
 The probes and metrics are safe to expose; /explain shows placement internals (scores, candidates, reasons), so it
 can require a bearer token, compared in constant time.
@@ -8,30 +13,64 @@ can require a bearer token, compared in constant time.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hmac
-import logging
+import math
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import orjson
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from engine.errors import RoutingError
 from engine.runtime.routing import explain_key
+from streams.http_server import HttpLimits, Request, Response, ThreadedHttpServer
 from streams.metrics import Metrics
 
-__all__ = ["HealthServer", "http_get"]
+__all__ = ["HealthServer", "HttpLimits", "MetricsPage", "http_get"]
 
-_log = logging.getLogger(__name__)
 _JSON = "application/json"
-_MAX_HEADERS = 100
+_STOP_SECONDS = 5.0
+_T = TypeVar("_T")
+
+
+class MetricsPage:
+    """The /metrics page, rendered at most once per `max_age` seconds in a worker thread; scrapes meanwhile get
+    the same bytes, and scrapes during a rendering wait for that one."""
+
+    def __init__(self, registry: CollectorRegistry, max_age: float) -> None:
+        self._registry = registry
+        self._max_age = max_age
+        self._page = b""
+        self._rendered_at = -math.inf
+        self._rendering: asyncio.Future[bytes] | None = None
+        self.renders = 0
+
+    async def get(self) -> bytes:
+        """The page, rendered anew if the last one is older than `max_age`."""
+        if time.monotonic() - self._rendered_at < self._max_age:
+            return self._page
+        if self._rendering is None:
+            self._rendering = asyncio.ensure_future(self._render())
+        return await asyncio.shield(self._rendering)
+
+    async def _render(self) -> bytes:
+        try:
+            started = time.monotonic()
+            page = await asyncio.to_thread(generate_latest, self._registry)
+            self.renders += 1
+            self._page, self._rendered_at = page, started
+            return page
+        finally:
+            self._rendering = None
 
 
 class HealthServer:
-    """Serves probes and metrics; `alive` and `ready` are read at request time."""
+    """Serves probes, metrics and explain; `alive` and `ready` are read at request time."""
 
     def __init__(
         self,
@@ -40,70 +79,64 @@ class HealthServer:
         ready: Callable[[], bool],
         explain: Callable[[str], dict[str, Any] | None] | None = None,
         explain_token: str | None = None,
+        *,
+        limits: HttpLimits | None = None,
+        metrics_max_age: float = 1.0,
     ) -> None:
         self._metrics = metrics
         self._explain = explain
         self._explain_token = explain_token.encode() if explain_token else None
         self._alive = alive
         self._ready = ready
-        self._server: asyncio.Server | None = None
+        self._limits = limits or HttpLimits()
+        self._page = MetricsPage(metrics.registry, metrics_max_age)
+        self._server: ThreadedHttpServer | None = None
+        self._owner: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def metrics_renders(self) -> int:
+        """How many times the /metrics page was rendered."""
+        return self._page.renders
 
     async def start(self, host: str, port: int) -> int:
-        """Listen; returns the bound port (useful with port 0 in tests)."""
-        self._server = await asyncio.start_server(self._handle, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
+        """Listen; returns the bound port (useful with port 0 in tests). /explain runs on the caller's loop."""
+        self._owner = asyncio.get_running_loop()
+        metrics = self._metrics
+        self._server = ThreadedHttpServer(self._route, self._limits, metrics.http_rejected, metrics.http_connections)
+        return await asyncio.to_thread(self._server.start, host, port)
 
     async def stop(self) -> None:
-        """Stop listening."""
+        """Stop listening and close every connection."""
         if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+            await asyncio.to_thread(self._server.stop, _STOP_SECONDS)
             self._server = None
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readline(), 5)
-            authorization = b""
-            for _ in range(_MAX_HEADERS):
-                line = await asyncio.wait_for(reader.readline(), 5)
-                if line in (b"\r\n", b"\n", b""):
-                    break
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"authorization":
-                    authorization = value.strip()
-            parts = request.decode(errors="replace").split()
-            path = parts[1].split("?", 1)[0] if len(parts) > 1 else "/"
-            try:
-                status, body, ctype = self._route(path, authorization)
-            except Exception:  # a failing handler answers 500: the client never sees a dropped connection
-                _log.exception("HTTP %s failed", path)
-                status, body, ctype = "500 Internal Server Error", _error("internal error, see the service log"), _JSON
-            challenge = "WWW-Authenticate: Bearer\r\n" if status.startswith("401") else ""
-            head = (
-                f"HTTP/1.1 {status}\r\n{challenge}Content-Type: {ctype}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + body)
-            await writer.drain()
-        except (TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    def _route(self, path: str, authorization: bytes = b"") -> tuple[str, bytes, str]:
+    async def _route(self, request: Request) -> Response:
+        path = request.target.split("?", 1)[0]
         if path == "/metrics":
-            return "200 OK", generate_latest(self._metrics.registry), CONTENT_TYPE_LATEST
+            return Response(200, await self._page.get(), CONTENT_TYPE_LATEST)
         if path.startswith("/explain/") and self._explain is not None:
-            if not self._authorized(authorization):
-                return "401 Unauthorized", _error("/explain needs an Authorization: Bearer token"), _JSON
-            return _explain_answer(self._explain, unquote(path.removeprefix("/explain/")))
+            if not self._authorized(request.authorization):
+                error = _error("/explain needs an Authorization: Bearer token")
+                return Response(401, error, _JSON, (("WWW-Authenticate", "Bearer"),))
+            return await self._explained(self._explain, unquote(path.removeprefix("/explain/")))
         if path in ("/healthz", "/livez"):
             ok = self._alive()
         elif path == "/readyz":
             ok = self._ready()
         else:
-            return "404 Not Found", b"not found\n", "text/plain"
-        return ("200 OK", b"ok\n", "text/plain") if ok else ("503 Service Unavailable", b"not ok\n", "text/plain")
+            return Response(404, b"not found\n")
+        return Response(200, b"ok\n") if ok else Response(503, b"not ok\n")
+
+    async def _explained(self, explain: Callable[[str], dict[str, Any] | None], text: str) -> Response:
+        """The explain answer, computed on the processor's loop (the runtime is not read from other threads)."""
+        if self._owner is None:
+            return Response(503, _error("not started"), _JSON)
+        try:
+            async with asyncio.timeout(self._limits.timeout_seconds):
+                return await asyncio.wrap_future(_call_on(self._owner, lambda: _explain_answer(explain, text)))
+        except TimeoutError:
+            return Response(503, _error("the processor did not answer in time; try again"), _JSON)
 
     def _authorized(self, authorization: bytes) -> bool:
         if self._explain_token is None:
@@ -112,17 +145,32 @@ class HealthServer:
         return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._explain_token)
 
 
-def _explain_answer(explain: Callable[[str], dict[str, Any] | None], text: str) -> tuple[str, bytes, str]:
+def _call_on(loop: asyncio.AbstractEventLoop, call: Callable[[], _T]) -> concurrent.futures.Future[_T]:
+    """Run `call` on `loop` (from another thread); its result or exception in the returned future."""
+    future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(call())
+            except Exception as exc:
+                future.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return future
+
+
+def _explain_answer(explain: Callable[[str], dict[str, Any] | None], text: str) -> Response:
     """`NS/NAME` or a full subject key; 400 for a malformed key, 404 for a subject this instance does not hold
     (another instance may own it)."""
     try:
         key = explain_key(text)
     except RoutingError as exc:
-        return "400 Bad Request", _error(str(exc)), _JSON
+        return Response(400, _error(str(exc)), _JSON)
     report = explain(key)
     if report is None:
-        return "404 Not Found", _error(f"no subject {key} on this instance"), _JSON
-    return "200 OK", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", _JSON
+        return Response(404, _error(f"no subject {key} on this instance"), _JSON)
+    return Response(200, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", _JSON)
 
 
 def _error(message: str) -> bytes:

@@ -11,18 +11,24 @@ from typing import Any
 import orjson
 from aiokafka.errors import ProducerFenced
 
-__all__ = ["RepeatFilter", "configure_logging", "on_loop_exception"]
+from streams.version import VERSION
+
+__all__ = ["JsonFormatter", "RepeatFilter", "configure_logging", "on_loop_exception"]
 
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
-class _JsonFormatter(logging.Formatter):
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record; each names the release that wrote it, so the lines of a rolling upgrade, when
+    two releases run side by side, tell which wrote what."""
+
     def format(self, record: logging.LogRecord) -> str:
         line = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
+            "version": VERSION,
         }
         line.update({k: v for k, v in record.__dict__.items() if k not in _RESERVED})
         if record.exc_info:
@@ -62,7 +68,7 @@ class RepeatFilter(logging.Filter):
 def configure_logging(level: str = "INFO") -> None:
     """Route all logging to stderr as JSON; aiokafka's chatter is kept at WARNING and its repeats thinned."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter())
+    handler.setFormatter(JsonFormatter())
     handler.addFilter(RepeatFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

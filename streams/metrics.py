@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine.runtime import OutputRecord
+from streams.version import VERSION
 from topics.names import TopicRole
 
 __all__ = ["LATENCY_BUCKETS", "Metrics", "OutputTally"]
@@ -131,6 +132,16 @@ class Metrics:
         self.loop_progress_age = Gauge(
             "placement_loop_progress_age_seconds", "Seconds since the processing loop last made progress", registry=r
         )
+        self.http_rejected = Counter(
+            "placement_http_rejected",
+            "HTTP requests refused or failed, by reason (too_many_connections, idle_evicted, header_too_large,"
+            " bad_request, timeout, reset, socket_error, accept_failed)",
+            ["reason"],
+            registry=r,
+        )
+        self.http_connections = Gauge("placement_http_connections", "Open connections to the HTTP endpoint", registry=r)
+        self.build_info = Gauge("placement_stream_build_info", "The running release; always 1", ["version"], registry=r)
+        self.build_info.labels(VERSION).set(1)
 
     def count_produced(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
         """Add records that are now committed (or sent outside any transaction)."""

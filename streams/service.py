@@ -130,7 +130,13 @@ class Processor:
         """Set up, catch up, join the group and process until stopped. A stop ends the batch in flight after the
         stop grace (uncommitted, it is processed again by the next owner) and whatever set-up step is waiting."""
         http = HealthServer(
-            self.metrics, self.health.alive, lambda: self.ready, self._explain, self.settings.explain_bearer()
+            self.metrics,
+            self.health.alive,
+            lambda: self.ready,
+            self._explain,
+            self.settings.explain_bearer(),
+            limits=self.settings.http_limits(),
+            metrics_max_age=self.settings.metrics_max_age_ms / 1000,
         )
         work = asyncio.create_task(self._work(http))
         stop = asyncio.create_task(self._stop.wait())

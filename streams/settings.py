@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.core import CEL_PLACEMENT_BUDGET, EngineSettings
 from streams.errors import SettingsError
+from streams.http_server import HttpLimits
 from topics.names import TOPIC_SPECS, TopicRole
 
 __all__ = ["KafkaSettings", "Settings", "TopicNames", "load_settings", "stable_identity"]
@@ -190,6 +191,17 @@ class Settings(BaseSettings):
     it shows placement internals, while /metrics, /healthz, /livez and /readyz stay open to probes and scrapers."""
     explain_token_file: Path | None = None
     """A file holding the /explain token (a mounted secret), read at start."""
+    http_max_connections: int = Field(default=64, ge=1, le=10_000)
+    """Open connections the HTTP endpoint serves at once; past it a client gets 503 at once."""
+    http_max_header_bytes: int = Field(default=16_384, ge=1024, le=1_048_576)
+    """Bound on a request's line and headers together; past it the answer is 431."""
+    http_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
+    """Time a client has to send its request, and again to take the answer; then the connection is closed."""
+    http_max_requests_per_second: float = Field(default=100.0, gt=0, le=100_000)
+    """Requests the HTTP endpoint answers per second at most, evenly spaced (probes and scrapers need a few);
+    clients asking faster wait their turn, so their cost to the process stays bounded."""
+    metrics_max_age_ms: float = Field(default=1000.0, ge=0, le=60_000)
+    """/metrics serves a page rendered at most this long ago, so many scrapers cost one rendering."""
     log_level: str = "INFO"
     shutdown_timeout_seconds: float = Field(default=20.0, gt=0)
     """Bound on the whole graceful stop; the batch in flight gets at most `stop_grace_seconds` of it."""
@@ -245,6 +257,15 @@ class Settings(BaseSettings):
                 raise SettingsError(f"explain_token_file {self.explain_token_file} is empty")
             return token
         return self.explain_token.get_secret_value() if self.explain_token else None
+
+    def http_limits(self) -> HttpLimits:
+        """The HTTP endpoint's bounds."""
+        return HttpLimits(
+            max_connections=self.http_max_connections,
+            max_header_bytes=self.http_max_header_bytes,
+            timeout_seconds=self.http_timeout_seconds,
+            max_requests_per_second=self.http_max_requests_per_second,
+        )
 
     def engine_settings(self) -> EngineSettings:
         """The pure subset the engines see."""

@@ -62,7 +62,8 @@ class Replica:
 
     async def start(self) -> None:
         self.port = free_ports(1)[0]
-        env = {**self._env, "PLACEMENT_HTTP_PORT": str(self.port)}
+        # `phase` reads the counters as they are at the moment it asks, not a page rendered up to a second before
+        env = {**self._env, "PLACEMENT_HTTP_PORT": str(self.port), "PLACEMENT_METRICS_MAX_AGE_MS": "0"}
         with self.log.open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command, env=env, cwd=self._workdir, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from localbroker.procs import free_ports
 from streams.http import http_get as streams_http_get
+from streams.replay import Replayer
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 
@@ -46,6 +49,15 @@ class KafkaWorld:
         self.topics = TopicNames.prefixed(f"t{self.run_id}.")
         self.partitions = partitions
         self.group = f"placement-{self.run_id}"
+
+    def example_topics(self) -> dict[str, str]:
+        """The examples' default topic names -> this world's."""
+        topics = self.topics
+        return {
+            "placement.submissions": topics.submissions,
+            "placement.cluster-status": topics.cluster_status,
+            "placement.taints": topics.taints,
+        }
 
     def settings(self, **overrides: Any) -> Settings:
         kafka = KafkaSettings(
@@ -201,3 +213,51 @@ def event(kind: str, data: Any, event_id: str | None = None, time: str | None = 
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+VOLATILE = {"id", "time", "evaluationTime", "lastTransitionTime", "lastUpdateTime"}
+
+
+def stable(value: Any) -> Any:
+    """A value without the fields that carry wall-clock instants or random ids."""
+    if isinstance(value, dict):
+        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    return value
+
+
+def parity_inputs() -> tuple[list[tuple[str, str, dict[str, Any]]], list[bytes]]:
+    """The examples' events as (topic, key, value), timed now, without advisors (a rule decides without waiting)
+    or taint times; and the decisions `replay` publishes for them, as sorted stable JSON (`published_decisions`)."""
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    lines: list[tuple[str, str, dict[str, Any]]] = []
+    for raw in (EXAMPLES / "events.jsonl").read_text().splitlines():
+        item = orjson.loads(raw)
+        if item["topic"] == "placement.submissions" and item["key"].startswith("PlacementRule/"):
+            item["value"]["data"]["spec"].pop("advisors")
+        if item["topic"] == "placement.taints":
+            item["value"]["data"]["taints"][0].pop("timeAdded")
+        item["value"]["time"] = now
+        lines.append((item["topic"], item["key"], item["value"]))
+    out = io.BytesIO()
+    replayer = Replayer(Settings(), out, queue_config=EXAMPLES / "queues.yaml")  # the default topic names
+    replayer.run(orjson.dumps({"topic": t, "key": k, "value": v}) for t, k, v in lines)
+    replayed = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    expected = [
+        (r["key"], stable(r["value"]))
+        for r in replayed
+        if r["topic"] == "placement.decisions" and r["value"] is not None
+    ]
+    assert {e[1]["type"] for e in expected} >= {
+        "placement.decided.v1",
+        "application.placed.v1",
+        "placementrule.decided.v1",
+    }
+    return lines, sorted(map(orjson.dumps, expected))
+
+
+def published_decisions(records: list[Record]) -> list[bytes]:
+    """Decision records as sorted stable JSON, to compare with `parity_inputs`'s."""
+    published = [(r.key.decode(), stable(orjson.loads(r.value))) for r in records if r.value is not None]
+    return sorted(map(orjson.dumps, published))

@@ -3,42 +3,36 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from kafka_support import EXAMPLES, KafkaWorld, event, http_get, running, values, wait_for
+from kafka_support import (
+    EXAMPLES,
+    KafkaWorld,
+    event,
+    http_get,
+    parity_inputs,
+    published_decisions,
+    running,
+    values,
+    wait_for,
+)
 
 from engine.inventory import ObjectKey
 from streams.kafka.group_offsets import GROUP_METADATA
 from streams.kafka.tasks import TaskProducers, partition_of
-from streams.replay import Replayer
-from streams.settings import Settings
 
 pytestmark = pytest.mark.integration
-
-VOLATILE = {"id", "time", "evaluationTime", "lastTransitionTime", "lastUpdateTime"}
 
 
 def cluster(name: str, **labels: str) -> dict[str, Any]:
     return event("managedcluster.applied", {"metadata": {"name": name, "labels": labels}})
-
-
-def stable(value: Any) -> Any:
-    """A value without the fields that carry wall-clock instants or random ids."""
-    if isinstance(value, dict):
-        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [stable(v) for v in value]
-    return value
 
 
 async def test_inventory_events_become_state(world: KafkaWorld) -> None:
@@ -191,41 +185,15 @@ async def test_sigterm_commits_the_batch_and_leaves_the_group(world: KafkaWorld,
 
 async def test_replay_and_kafka_publish_the_same_decisions(world: KafkaWorld) -> None:
     topics = world.topics
-    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    lines: list[tuple[str, str, dict[str, Any]]] = []
-    for raw in (EXAMPLES / "events.jsonl").read_text().splitlines():
-        item = orjson.loads(raw)
-        if item["topic"] == "placement.submissions" and item["key"].startswith("PlacementRule/"):
-            item["value"]["data"]["spec"].pop("advisors")  # no advisors: the rule decides without waiting
-        if item["topic"] == "placement.taints":
-            item["value"]["data"]["taints"][0].pop("timeAdded")
-        item["value"]["time"] = now
-        lines.append((item["topic"], item["key"], item["value"]))
-    out = io.BytesIO()
-    replayer = Replayer(Settings(), out, queue_config=EXAMPLES / "queues.yaml")  # the default topic names
-    replayer.run(orjson.dumps({"topic": t, "key": k, "value": v}) for t, k, v in lines)
-    replayed = [orjson.loads(line) for line in out.getvalue().splitlines()]
-    expected = [
-        (r["key"], stable(r["value"]))
-        for r in replayed
-        if r["topic"] == "placement.decisions" and r["value"] is not None
-    ]
-    assert {e[1]["type"] for e in expected} >= {
-        "placement.decided.v1",
-        "application.placed.v1",
-        "placementrule.decided.v1",
-    }
-
-    names = {"placement.submissions": topics.submissions, "placement.cluster-status": topics.cluster_status}
-    names["placement.taints"] = topics.taints
+    lines, expected = parity_inputs()
+    names = world.example_topics()
     async with running(world.settings(queue_config=EXAMPLES / "queues.yaml")) as processor:
         for topic, key, value in lines:  # one record per batch, as replay does
             done = processor.records_done
             await world.produce([(names[topic], key, value)])
             await wait_for(lambda d=done: processor.records_done > d)
         records = await world.collect(topics.decisions, lambda r: len(r) >= len(expected))
-    published = [(r.key.decode(), stable(orjson.loads(r.value))) for r in records if r.value is not None]
-    assert sorted(map(orjson.dumps, published)) == sorted(map(orjson.dumps, expected))
+    assert published_decisions(records) == expected
 
 
 async def test_fenced_task_transaction_is_aborted_and_its_batch_committed_once(world: KafkaWorld) -> None:

@@ -52,6 +52,9 @@ def test_environment_settings_are_read_with_the_prefix(monkeypatch: pytest.Monke
             "topics": TopicNames.prefixed("t.").model_dump(),
             "explain": ["Placement/apps/web", "Placement/apps/api"],
             "http_port": 0,
+            "http_max_connections": 8,
+            "http_timeout_seconds": 0.5,
+            "metrics_max_age_ms": 0,
             "queue_config": "queues.yaml",
             "cel_placement_budget": 1000,
             "accept_empty_state": True,
@@ -109,6 +112,11 @@ def test_compression_defaults_to_zstd_and_none_means_uncompressed(
         ("PLACEMENT_ENGINE_WAIT_MS", "-1", "engine_wait_ms", "greater than or equal to 0"),
         ("PLACEMENT_ENGINE_WAIT_MS", "5000", "engine_wait_ms", "less than or equal to 1000"),
         ("PLACEMENT_CEL_PLACEMENT_BUDGET", "-1", "cel_placement_budget", "greater than or equal to 0"),
+        ("PLACEMENT_HTTP_MAX_CONNECTIONS", "0", "http_max_connections", "greater than or equal to 1"),
+        ("PLACEMENT_HTTP_MAX_HEADER_BYTES", "100", "http_max_header_bytes", "greater than or equal to 1024"),
+        ("PLACEMENT_HTTP_TIMEOUT_SECONDS", "0", "http_timeout_seconds", "greater than 0"),
+        ("PLACEMENT_METRICS_MAX_AGE_MS", "-1", "metrics_max_age_ms", "greater than or equal to 0"),
+        ("PLACEMENT_HTTP_MAX_REQUESTS_PER_SECOND", "0", "http_max_requests_per_second", "greater than 0"),
     ],
 )
 def test_bad_settings_name_the_field_and_the_problem(
@@ -306,3 +314,11 @@ def test_tls_context_verifies_and_checks_hostnames_unless_told_not_to(tmp_path: 
     assert (relaxed.verify_mode, relaxed.check_hostname) == (ssl.CERT_REQUIRED, False)
     with pytest.raises(CredentialsError, match=r"ssl_ca_file .* is not a readable file"):
         connection_options(KafkaSettings(security_protocol="SSL", ssl_ca_file=tmp_path / "missing.pem"))
+
+
+def test_http_limits_come_from_the_settings() -> None:
+    limits = load_settings(
+        http_max_connections=3, http_max_header_bytes=2048, http_timeout_seconds=0.5, http_max_requests_per_second=7
+    ).http_limits()
+    assert (limits.max_connections, limits.max_header_bytes, limits.timeout_seconds) == (3, 2048, 0.5)
+    assert limits.max_requests_per_second == 7
