@@ -1,1 +1,1 @@
-"""Example deployers: programs that act on the processor's decisions (see the README's "Example deployer")."""
+"""Example deployers: programs that act on the processor's decisions (docs/examples.md, "Example deployer")."""

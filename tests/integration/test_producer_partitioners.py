@@ -21,9 +21,8 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka import Producer
-from kafka_support import EXAMPLES, KafkaWorld, Record, running, wait_for
+from kafka_support import EXAMPLES, KafkaWorld, Record, running, stable, wait_for
 from test_cluster_placement_kafka import base_inventory, inventory_has, placement
-from test_processor_platform import stable
 
 from streams.kafka.tasks import partition_of
 from streams.replay import Replayer
