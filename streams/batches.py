@@ -57,6 +57,7 @@ def input_records(records: Iterable[ConsumerRecord[bytes, bytes]], roles: Mappin
             value=r.value,
             timestamp=datetime.fromtimestamp(r.timestamp / 1000, UTC) if r.timestamp >= 0 else None,
             topic_name=r.topic,
+            headers=tuple(r.headers) if r.headers else (),
         )
         for r in records
     ]
