@@ -20,7 +20,9 @@ from engine.core import SubjectEngine
 from engine.inventory import ObjectKey
 from engine.registry import build_engines
 from engine.runtime import Handover, InputRecord, OutputRecord, Runtime
+from engine.runtime.records import Header
 from engine.runtime.routing import inventory_key, subject_key_of
+from engine.runtime.tracecontext import TRACEPARENT, TRACESTATE
 from streams.errors import ServiceError
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
@@ -32,6 +34,7 @@ __all__ = ["PEOPLE_ROLES", "ReplayError", "Replayer", "parse_time"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DLQ = "__connect.errors."
+_TRACE_HEADERS = frozenset({TRACEPARENT, TRACESTATE})
 
 PEOPLE_ROLES = frozenset({TopicRole.DECISIONS, TopicRole.ADVISOR_REQUESTS, TopicRole.DEAD_LETTER})
 """What the command prints by default: the answers, the questions to advisors and what was refused; the
@@ -138,6 +141,7 @@ class Replayer:
             value=raw,
             timestamp=now,
             topic_name=self.settings.topics.name(role),
+            headers=_headers(item.get("headers")),
         )
         self._write_chunks(self.runtime.process_chunks([record], now))
 
@@ -218,9 +222,16 @@ class Replayer:
             "key": None if record.key is None else record.key.decode(errors="replace"),
             "value": _json_or_text(record.value),
         }
-        if record.topic is TopicRole.DEAD_LETTER:
+        if record.topic is TopicRole.DEAD_LETTER or (record.headers and record.headers[-1][0] in _TRACE_HEADERS):
             line["headers"] = {name: value.decode(errors="replace") for name, value in record.headers}
         return line
+
+
+def _headers(value: Any) -> tuple[Header, ...]:
+    """A line's optional `headers` object as Kafka headers: string values only (the trace context's)."""
+    if not isinstance(value, dict):
+        return ()
+    return tuple((str(name), text.encode()) for name, text in value.items() if isinstance(text, str))
 
 
 def _json_or_text(value: bytes | None) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -40,6 +41,7 @@ from streams.metrics import Metrics
 from streams.publisher import Publisher
 from streams.queueconfig import QueueConfigFile
 from streams.settings import Settings
+from streams.tracing import Tracing, from_environment
 from streams.tuning import tune_garbage_collector, tune_switch_interval
 
 __all__ = ["Processor"]
@@ -55,8 +57,14 @@ class Processor:
     """One service instance. `run()` until `request_stop()`; ready once tables and tasks are restored."""
 
     def __init__(
-        self, settings: Settings, *, engines: list[SubjectEngine[Any]] | None = None, metrics: Metrics | None = None
+        self,
+        settings: Settings,
+        *,
+        engines: list[SubjectEngine[Any]] | None = None,
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
+        """`tracing` defaults to what the `OTEL_*` environment configures (none: no spans, P16)."""
         self.settings = settings
         self.metrics = metrics or Metrics()
         self._engines = engines
@@ -98,6 +106,9 @@ class Processor:
         self._loose: AIOKafkaProducer | None = None
         self._ownership: TaskOwnership | None = None
         self._watch: asyncio.Task[None] | None = None
+        self.tracing = tracing or from_environment(
+            os.environ, group=settings.kafka.group_id, decisions_topic=self._names.decisions
+        )
 
     # --- lifecycle --------------------------------------------------------------------------------
     @property
@@ -219,6 +230,7 @@ class Processor:
             roles=self._roles,
             take_task=self._ownership.take_task,
             progress=self.progress,
+            tracing=self.tracing,
         )
         loop = ProcessingLoop(
             settings=self.settings,
@@ -297,6 +309,9 @@ class Processor:
             lambda: self._tasks.stop_all(CLIENT_STOP_SECONDS * 0.8),
             *(c.stop for c in (self._consumer, self._barrier, self._restorer, self._loose, self._peers) if c),
         ]
+        tracing = self.tracing
+        if tracing is not None:  # exports the spans still buffered
+            stops.append(lambda: asyncio.to_thread(tracing.shutdown))
         await asyncio.gather(*(bounded_stop(stop) for stop in stops))
 
     def _task_of(self, subject: str) -> int:

@@ -168,12 +168,14 @@ def encode_event(
     event_id: str,
     time: datetime,
     source: str = SOURCE,
+    extensions: Mapping[str, str] | None = None,
 ) -> bytes:
-    """Wrap `data` in a CloudEvent of catalogue type `kind_name` (version 1) and serialise it."""
+    """Wrap `data` in a CloudEvent of catalogue type `kind_name` (version 1) and serialise it; `extensions` are
+    extension attributes (e.g. the distributed-tracing ones), put after `partitionkey`."""
     kind = EVENT_KINDS[kind_name]
     if data is not None and not isinstance(data, kind.data_model):
         raise TypeError(f"{kind_name} carries {kind.data_model.__name__}, got {type(data).__name__}")
-    envelope = {
+    envelope: dict[str, Any] = {
         "specversion": "1.0",
         "id": event_id,
         "source": source,
@@ -181,7 +183,9 @@ def encode_event(
         "time": _event_time(time),
         "subject": subject,
         "partitionkey": subject,
-        "datacontenttype": "application/json",
-        "data": None if data is None else dump_model(data, serialised=True),
     }
+    if extensions:
+        envelope.update(extensions)
+    envelope["datacontenttype"] = "application/json"
+    envelope["data"] = None if data is None else dump_model(data, serialised=True)
     return orjson.dumps(envelope)

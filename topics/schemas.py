@@ -27,6 +27,11 @@ def _envelope_properties(wire_type: str, topic: str) -> dict[str, Any]:
         "subject": {"type": "string", "description": "the record key"},
         "datacontenttype": {"const": "application/json"},
         "partitionkey": {"type": "string", "description": "extension: the record key, on records the service writes"},
+        "traceparent": {
+            "type": "string",
+            "description": "distributed-tracing extension: W3C traceparent of the cause (a malformed one is ignored)",
+        },
+        "tracestate": {"type": "string", "description": "distributed-tracing extension: W3C tracestate"},
     }
 
 

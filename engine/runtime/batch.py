@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from engine.core import Emit
-from engine.runtime.records import InputRecord, OutputRecord
+from engine.runtime.records import Header, InputRecord, OutputRecord
+from engine.runtime.tracecontext import TraceContext
 from topics.codec import encode_event
 from topics.envelope import CONTENT_TYPE
 
@@ -44,6 +45,8 @@ class Batch:
         """Subject key -> its state when the batch first touched it: what a failed decision reverts to."""
         self.causes: dict[str, list[InputRecord]] = {}
         """Subject key -> the records of this batch applied to it: what a failed decision dead-letters."""
+        self.traces: dict[str, TraceContext] = {}
+        """Subject key -> the trace context of the input that caused its decision (platform P16); its emits carry it."""
         self.events = 0
 
     def next_id(self) -> str:
@@ -69,10 +72,20 @@ class Batch:
         key = emit.key or subject
         if key is None:
             raise ValueError("an emit without a subject needs an explicit key")
+        trace = self.traces.get(subject) if subject is not None and self.traces else None
         value = None
         if emit.kind is not None:
-            value = encode_event(kind_name=emit.kind, data=emit.data, subject=key, event_id=self.next_id(), time=now)
-        headers = _CE_HEADERS if value is not None else ()
+            value = encode_event(
+                kind_name=emit.kind,
+                data=emit.data,
+                subject=key,
+                event_id=self.next_id(),
+                time=now,
+                extensions=None if trace is None else trace.extensions(),
+            )
+        headers: tuple[Header, ...] = _CE_HEADERS if value is not None else ()
+        if trace is not None:
+            headers += trace.headers()
         self.outputs.append(
             OutputRecord(topic=emit.topic, key=key.encode(), value=value, headers=headers, subject=subject)
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import traceback
 
 from engine.runtime.records import Header, InputRecord, OutputRecord
+from engine.runtime.tracecontext import from_record
 from topics.names import TopicRole
 
 __all__ = ["MAX_DEAD_LETTER_KEY_BYTES", "MAX_DEAD_LETTER_VALUE_BYTES", "SERVICE_NAME", "dead_letter"]
@@ -55,6 +56,9 @@ def dead_letter(record: InputRecord, stage: str, error: BaseException, *, bound_
         if original is not None:
             headers.append((f"{_TRUNCATED}{part}.truncated", b"true"))
             headers.append((f"{_TRUNCATED}{part}.original.bytes", str(original).encode()))
+    context = from_record(record)
+    if context is not None:  # a malformed context is left out, never the reason for anything (P16)
+        headers += context.headers()
     return OutputRecord(
         topic=TopicRole.DEAD_LETTER,
         key=key,

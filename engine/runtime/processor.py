@@ -34,6 +34,7 @@ from engine.runtime.routing import (
     subject_kind,
 )
 from engine.runtime.subjects import Subjects
+from engine.runtime.tracecontext import TraceContext, from_envelope, from_headers, from_record
 from topics.errors import Stage, stage_of
 from topics.names import TopicRole
 
@@ -127,9 +128,11 @@ class Runtime:
         batch = Batch("|".join([f"{r.topic}:{r.partition}:{r.offset}" for r in records]))
         ctx = self.context(now)
         changes: list[InventoryChange] = []
+        inventory_trace: TraceContext | None = None
         for record in records:
             if record.topic in _INVENTORY_TOPICS:
                 changes += self._apply_inventory(batch, record, now)
+                inventory_trace = from_record(record) or inventory_trace
             elif record.topic in _SUBJECT_TOPICS:
                 self._apply_subject(batch, record, ctx)
             else:
@@ -143,6 +146,9 @@ class Runtime:
                     self.subjects.incidents.append(Incident(f"{kind}/*", stage_of(exc, Stage.PROCESS), exc, 0))
                     continue
                 batch.dirty.update(k for k in affected if k in self.states)
+                if inventory_trace is not None:  # a subject's own record names its cause first (P16)
+                    for key in affected:
+                        batch.traces.setdefault(key, inventory_trace)
         yield from self._finish(batch, ctx)
 
     def fire_timers(self, now: datetime) -> list[OutputRecord]:
@@ -232,6 +238,11 @@ class Runtime:
                 topic = record.topic_name or record.topic.value
                 self.misplaced.append(Misplaced(topic, producer_of(record.value), exc.expected, exc.arrived))
             return
+        trace = from_headers(record.headers)
+        if trace is None and event is not None:
+            trace = from_envelope(event.envelope.model_extra)
+        if trace is not None:
+            batch.traces[key] = trace
         if event is None:
             self._run(batch, key, ctx, lambda e, s: e.on_deleted(key, s, ctx), allow_new=True, cause=record)
         else:
@@ -288,6 +299,7 @@ class Runtime:
         batch.touched.clear()
         batch.before.clear()
         batch.causes.clear()
+        batch.traces.clear()
         if batch.outputs:
             yield Handover(batch.hand_over())
 

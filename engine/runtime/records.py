@@ -15,7 +15,8 @@ Header = tuple[str, bytes]
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
-    """One consumed record. `topic_name` is the real topic name, kept for dead-letter headers."""
+    """One consumed record. `topic_name` is the real topic name, kept for dead-letter headers; `headers` are the
+    record's Kafka headers (the runtime reads only the trace context among them)."""
 
     topic: TopicRole
     partition: int
@@ -24,6 +25,7 @@ class InputRecord:
     value: bytes | None
     timestamp: datetime | None = None
     topic_name: str = ""
+    headers: tuple[Header, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from streams.http import http_get as streams_http_get
 from streams.replay import Replayer
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
+from streams.tracing import Tracing
 
 Record = ConsumerRecord[bytes, bytes]
 
@@ -158,9 +159,9 @@ def values(records: Sequence[Record], event_type: str | None = None) -> list[dic
 
 
 @asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[Processor]:
+async def running(settings: Settings, tracing: Tracing | None = None) -> AsyncIterator[Processor]:
     """A processor running in this event loop until the block ends (graceful stop)."""
-    processor = Processor(settings)
+    processor = Processor(settings, tracing=tracing)
     task = asyncio.create_task(processor.run())
     try:
         loop = asyncio.get_running_loop()
