@@ -356,6 +356,9 @@ def main() -> None:
         "spread over them with `on` (the label change then also moves the cluster's zone)",
     )
     parser.add_argument(
+        "--cel-heavy", action="store_true", help="65 %% of the placements select by CEL (5 %% by default)"
+    )
+    parser.add_argument(
         "--compression",
         choices=("none", "gzip", "snappy", "lz4", "zstd"),
         default=KafkaSettings().compression_type,
@@ -390,6 +393,7 @@ def main() -> None:
             seed=args.seed,
             topology=args.spread != "off",
             spread=args.spread == "on",
+            cel_heavy=args.cel_heavy,
         )
 
     targets: dict[str, str] | None = None

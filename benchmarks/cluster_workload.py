@@ -65,6 +65,9 @@ class Workload:
     """Clusters carry topology region and zone labels (3 x 3, by index), and a label change also moves the zone."""
     spread: bool = False
     """Every fifth placement spreads over the topology labels (which `spread` turns on as well)."""
+    cel_heavy: bool = False
+    """Placements that would select by labels or claims select by a CEL expression of the pool instead (65 % of
+    them use CEL, against 5 % in the default mix)."""
     cluster_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     cluster_status: dict[str, dict[str, Any]] = field(default_factory=dict)
     _bound: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
@@ -193,6 +196,10 @@ class Workload:
                 }
                 spec["predicates"] = [{"requiredClusterSelector": {"claimSelector": claim}}]
             elif bucket == 12:
+                spec["predicates"] = [
+                    {"requiredClusterSelector": {"celSelector": {"celExpressions": [rng.choice(CEL_POOL)]}}}
+                ]
+            if self.cel_heavy and bucket <= 12:
                 spec["predicates"] = [
                     {"requiredClusterSelector": {"celSelector": {"celExpressions": [rng.choice(CEL_POOL)]}}}
                 ]
