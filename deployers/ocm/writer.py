@@ -21,7 +21,7 @@ from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS, pages_of
 from deployers.ocm.plan import CurrentPage, Step, StepKind, plan_pages
 from streams.watch.kinds import handed_over
 
-__all__ = ["CONFLICT_ATTEMPTS", "DECISION", "PLACEMENT", "PlacementWriter", "owned_pages", "status_code"]
+__all__ = ["CONFLICT_ATTEMPTS", "DECISION", "PLACEMENT", "VERSION", "PlacementWriter", "owned_pages", "status_code"]
 
 OCM = "cluster.open-cluster-management.io"
 VERSION = f"{OCM}/v1beta1"
