@@ -149,6 +149,14 @@ async def pipeline(world: KafkaWorld, kubeconfig: Path, tmp_path: Path) -> Async
         yield
 
 
+async def versions(client: AsyncClient, ns: str, name: str) -> dict[str, str]:
+    """The resourceVersions of the Placement and its pages: any write changes one."""
+    listed = [p.to_dict() async for p in client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: name})]
+    found = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in listed}
+    found[name] = (await client.get(PLACEMENT, name, namespace=ns)).to_dict()["metadata"]["resourceVersion"]
+    return found
+
+
 def clusters(state: State) -> list[str]:
     return sorted(c for _, names, _ in state["pages"].values() for c in names)
 
@@ -168,6 +176,11 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
         await create(client, "Placement", placement_body("web", ns, clusterset, {"numberOfClusters": 2, **prod}))
         await create(client, "Placement", placement_body("rollout", ns, clusterset, rollout_spec()))
         await create(client, "Placement", placement_body("upstream", ns, clusterset, {}, handed_over=False))
+        eu_west = {
+            "predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"region": "eu-west"}}}}]
+        }
+        await create(client, "Placement", placement_body("steady", ns, clusterset, eu_west))
+        await create(client, "Placement", placement_body("short", ns, clusterset, {"numberOfClusters": 1}))
         foreign = {
             "metadata": {"name": "upstream-decision-1", "namespace": ns, "labels": {PLACEMENT_LABEL: "upstream"}}
         }
@@ -177,7 +190,9 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
 
         async with pipeline(world, kubeconfig, tmp_path):
             with deployer(world, kubeconfig, log) as first:
-                states = await converged(world, client, ns, lambda last: {"web", "rollout"} <= set(last))
+                states = await converged(
+                    world, client, ns, lambda last: {"web", "rollout", "steady", "short"} <= set(last)
+                )
                 assert len(clusters(states["web"])) == 2
                 assert clusters(states["rollout"]) == sorted([a, b, c, d])
                 assert len(states["rollout"]["pages"]) == 2  # canary (us-east) and the rest
@@ -192,26 +207,34 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
                 )
                 assert gone not in clusters(states["web"]) and len(clusters(states["web"])) == 2
                 assert states["rollout"] == {"pages": {}}
+                steady = await versions(client, ns, "steady")
                 first.send_signal(signal.SIGKILL)
                 first.wait(30)
+            restarted_at = log.stat().st_size
 
-            # while the deployer is down: a new Placement, and web's selection changes again
+            # while the deployer is down: a new Placement, one deleted, and web's selection changes again
+            await delete(client, "Placement", "short", ns)
             await create(client, "Placement", placement_body("late", ns, clusterset, {"numberOfClusters": 1}))
             await replace(client, "ManagedCluster", gone, relabel(env="prod"))
             await replace(client, "Placement", "web", lambda body: body["spec"].update(numberOfClusters=3), ns)
             await world.collect(
                 world.topics.decisions,
                 lambda rs: (
-                    "late" in last_decisions(rs, ns) and last_decisions(rs, ns)["web"]["numberOfSelectedClusters"] == 3
+                    "late" in last_decisions(rs, ns)
+                    and last_decisions(rs, ns)["short"] is None
+                    and last_decisions(rs, ns)["web"]["numberOfSelectedClusters"] == 3
                 ),
             )
             with deployer(world, kubeconfig, log) as second:
                 states = await converged(world, client, ns, lambda last: "late" in last)
                 assert len(clusters(states["web"])) == 3 and len(clusters(states["late"])) == 1
+                assert states["short"] == {"pages": {}}  # deleted while the deployer was down: its pages went
                 await asyncio.sleep(1)  # a converged deployer writes nothing more
                 again, _ = await api_state(client, ns, "web")
                 assert again == states["web"]
             assert second.returncode == 0, log.read_text()[-3000:]
+            assert await versions(client, ns, "steady") == steady, "an unchanged decision is not written again"
+            assert f"Placement/{ns}/steady" not in log.read_text()[restarted_at:]
 
         now = (await client.get(DECISION, "upstream-decision-1", namespace=ns)).to_dict()
         assert now["metadata"]["resourceVersion"] == untouched["metadata"]["resourceVersion"]
