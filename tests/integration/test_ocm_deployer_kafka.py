@@ -3,7 +3,9 @@
 ManagedClusters, a set, a binding and Placements are created as objects in the API server; `watch` publishes them,
 the processor decides, and the deployer (`python -m deployers.ocm`, a subprocess so it can be killed) writes the
 PlacementDecisions and the Placements' status. After each step what the API server holds must equal the last
-decision on the decisions topic for every Placement (a deleted one: no pages).
+decision on the decisions topic for every Placement (a deleted one: no pages): clusters relabelled, deleted and
+tainted, Placements created, changed and deleted, the deployer killed and restarted, `watch` stopped and
+restarted, a Placement handed back to upstream (its pages stay), one never handed over (never touched).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from lightkube import ApiError, AsyncClient
 
 from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS
 from deployers.ocm.writer import DECISION, PLACEMENT, VERSION
+from streams.watch.command import WatchOptions, kube_config, watch_forever
 from streams.watch.kinds import HANDOVER_ANNOTATION
 
 pytestmark = pytest.mark.integration
@@ -157,6 +160,22 @@ async def versions(client: AsyncClient, ns: str, name: str) -> dict[str, str]:
     return found
 
 
+@asynccontextmanager
+async def stopped_at_end(stop: Any) -> AsyncIterator[None]:
+    """Calls `stop` when the block ends, however it ends (a test that failed midway leaves no task behind)."""
+    try:
+        yield
+    finally:
+        await stop()
+
+
+NO_SELECT = {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
+
+
+def drop_annotation(body: dict[str, Any]) -> None:
+    body["metadata"]["annotations"].pop(HANDOVER_ANNOTATION)
+
+
 def clusters(state: State) -> list[str]:
     return sorted(c for _, names, _ in state["pages"].values() for c in names)
 
@@ -188,7 +207,17 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
             await client.create(DECISION.from_dict({"apiVersion": VERSION, "kind": "PlacementDecision", **foreign}))
         ).to_dict()
 
-        async with pipeline(world, kubeconfig, tmp_path):
+        watch_stop = asyncio.Event()
+        watch_options = WatchOptions(tmp_path / "watch.json")
+        first_watch = asyncio.create_task(
+            watch_forever(kube_config(kubeconfig, None), world.settings(), watch_options, watch_stop)
+        )
+
+        async def stop_watch() -> None:
+            watch_stop.set()
+            await asyncio.wait_for(first_watch, 30)
+
+        async with running(world.settings()), stopped_at_end(stop_watch):
             with deployer(world, kubeconfig, log) as first:
                 states = await converged(
                     world, client, ns, lambda last: {"web", "rollout", "steady", "short"} <= set(last)
@@ -203,7 +232,10 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
                 await replace(client, "ManagedCluster", gone, relabel(env="dev"))
                 await delete(client, "Placement", "rollout", ns)
                 states = await converged(
-                    world, client, ns, lambda last: last.get("rollout", 1) is None and gone not in str(last["web"])
+                    world,
+                    client,
+                    ns,
+                    lambda last: last.get("rollout", 1) is None and gone not in str(last.get("web", gone)),
                 )
                 assert gone not in clusters(states["web"]) and len(clusters(states["web"])) == 2
                 assert states["rollout"] == {"pages": {}}
@@ -232,9 +264,35 @@ async def test_the_api_server_follows_the_decisions_through_changes_deletions_an
                 await asyncio.sleep(1)  # a converged deployer writes nothing more
                 again, _ = await api_state(client, ns, "web")
                 assert again == states["web"]
+                assert await versions(client, ns, "steady") == steady, "an unchanged decision is not written again"
+                assert f"Placement/{ns}/steady" not in log.read_text()[restarted_at:]
+
+                # `watch` stopped (a second stop does nothing): a cluster deleted, one tainted; restarted, it lists
+                await stop_watch()
+                await delete(client, "ManagedCluster", a)
+                await replace(client, "ManagedCluster", d, lambda body: body["spec"].update(taints=[NO_SELECT]))
+                async with watching(world, kubeconfig, tmp_path / "watch.json"):
+                    states = await converged(
+                        world,
+                        client,
+                        ns,
+                        lambda last: "web" in last and a not in str(last["web"]) and d not in str(last["web"]),
+                    )
+                    assert set(clusters(states["web"])) == {b, c}  # all that is left in prod
+
+                    # steady handed back to upstream: its decision is deleted, its pages and status stay as they are
+                    before = await versions(client, ns, "steady")
+                    await replace(client, "Placement", "steady", drop_annotation, ns)
+                    await world.collect(
+                        world.topics.decisions, lambda rs: last_decisions(rs, ns).get("steady", 1) is None
+                    )
+                    await asyncio.sleep(1)
+                    after = await versions(client, ns, "steady")
+                    assert {k: v for k, v in after.items() if k != "steady"} == {
+                        k: v for k, v in before.items() if k != "steady"
+                    }
+                    assert (await api_state(client, ns, "steady"))[0]["pages"] == states["steady"]["pages"]
             assert second.returncode == 0, log.read_text()[-3000:]
-            assert await versions(client, ns, "steady") == steady, "an unchanged decision is not written again"
-            assert f"Placement/{ns}/steady" not in log.read_text()[restarted_at:]
 
         now = (await client.get(DECISION, "upstream-decision-1", namespace=ns)).to_dict()
         assert now["metadata"]["resourceVersion"] == untouched["metadata"]["resourceVersion"]
