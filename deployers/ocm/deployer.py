@@ -111,6 +111,7 @@ async def deploy_ocm(
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; SIGTERM or SIGINT stops it, exit 1 when Kafka fails, 2 on bad settings."""
     parser = argparse.ArgumentParser(
+        prog="python -m deployers.ocm",
         description="OCM deployer: PlacementDecisions and Placement status of handed-over Placements.",
         epilog="Kafka TLS and SASL settings are read from the environment, as the processor reads them "
         "(PLACEMENT_KAFKA__SECURITY_PROTOCOL, ...).",
