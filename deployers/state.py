@@ -10,6 +10,7 @@ so their decisions are events to act on as they come, not a table.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +81,10 @@ def clusters_of(document: dict[str, Any] | None) -> list[str]:
 class DecisionTable:
     """Subject key -> the document of its current decision."""
 
-    def __init__(self) -> None:
+    def __init__(self, document: Callable[[BaseModel], dict[str, Any] | None] = document_of) -> None:
         self.current: dict[str, dict[str, Any]] = {}
+        self._document = document
+        """What a deployer keeps of a decision (None: nothing, the subject has no decision any more)."""
 
     def apply(self, key: bytes | None, value: bytes | None) -> Change | None:
         """Apply one decisions record; the change it makes, or None when it changes nothing."""
@@ -97,7 +100,7 @@ class DecisionTable:
             return None
         if not isinstance(event.data, PlacementDecided | PlacementRuleDecided):
             return None
-        document = document_of(event.data)
+        document = self._document(event.data)
         if document is None:
             return Change(subject, None) if self.current.pop(subject, None) is not None else None
         if self.current.get(subject) == document:

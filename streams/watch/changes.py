@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from streams.apply.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, Outgoing
-from streams.watch.kinds import WatchedKind, handed_over
+from streams.watch.kinds import HANDOVER_ANNOTATION, WatchedKind, handed_over
 from streams.watch.published import Entry, Published, digest_of
 
 __all__ = ["WATCH_SOURCE", "Change", "change_of_deletion", "change_of_object", "changes_of_list", "object_id"]
@@ -40,11 +40,17 @@ def object_id(kind: WatchedKind, body: dict[str, Any]) -> str:
 
 def _as_published(kind: WatchedKind, body: dict[str, Any]) -> dict[str, Any]:
     """The object without what every write changes; a Placement without its status, which is the scheduler's
-    own output (publishing it would make each decision written back come round as a new submission)."""
+    own output (publishing it would make each decision written back come round as a new submission), and without
+    the hand-over annotation: it tells upstream's controller to skip the Placement, and the engine skips one that
+    carries it as upstream does (cluster-placement.md B3), while a Placement handed over is one to decide."""
     meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _VOLATILE_META}
     stripped = {**body, "apiVersion": body.get("apiVersion") or kind.api_version, "kind": kind.kind, "metadata": meta}
     if kind.kind == "Placement":
         stripped.pop("status", None)
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != HANDOVER_ANNOTATION}
+        meta.pop("annotations", None)
+        if annotations:
+            meta["annotations"] = annotations
     return stripped
 
 
@@ -52,10 +58,10 @@ def _context(now: datetime, *, delete: bool = False) -> ApplyContext:
     return ApplyContext(namespace="default", time=now, delete=delete, source=WATCH_SOURCE)
 
 
-def _records(kind: WatchedKind, body: dict[str, Any], now: datetime, *, take_all: bool) -> list[Outgoing] | None:
+def _records(kind: WatchedKind, body: dict[str, Any], now: datetime, *, taken: bool) -> list[Outgoing] | None:
     """The object's records, or None when it is not taken (a Placement not handed over, a pod not YuniKorn's,
     an object the contract refuses, which is logged)."""
-    if kind.kind == "Placement" and not take_all and not handed_over(body):
+    if not taken:
         return None
     try:
         return CONVERTERS[kind.kind](body, _context(now))
@@ -79,7 +85,8 @@ def change_of_object(
     key = object_id(kind, body)
     before = published.get(key)
     shown = _as_published(kind, body)
-    records = _records(kind, shown, now, take_all=take_all)
+    taken = take_all or kind.kind != "Placement" or handed_over(body)
+    records = _records(kind, shown, now, taken=taken)
     if records is None:
         return None if before is None else _deletion(key, before, now)
     digest = digest_of(records)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from kafka_support import KafkaWorld
 from lightkube import AsyncClient, KubeConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
+from streams.watch.command import WatchOptions, kube_config, watch_forever
 from streams.watch.kinds import HANDOVER_ANNOTATION, OCM_KINDS
 
 OCM = "cluster.open-cluster-management.io"
@@ -65,3 +68,16 @@ def placement(name: str, namespace: str, *, handed_over: bool, clusters: int = 1
     annotations = {HANDOVER_ANNOTATION: "true"} if handed_over else {}
     meta = {"name": name, "namespace": namespace, "annotations": annotations}
     return {"metadata": meta, "spec": {"numberOfClusters": clusters}}
+
+
+@asynccontextmanager
+async def watching(world: KafkaWorld, kubeconfig: Path, state: Path) -> AsyncIterator[None]:
+    """`watch` in this event loop until the block ends."""
+    stop = asyncio.Event()
+    config, options = kube_config(kubeconfig, None), WatchOptions(state)
+    task = asyncio.create_task(watch_forever(config, world.settings(), options, stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

@@ -10,8 +10,7 @@ import signal
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,12 @@ import pytest
 import yaml
 from aiokafka import AIOKafkaConsumer
 from kafka_support import EXAMPLES, KafkaWorld
-from kube_support import create, delete, kube_client, managed_cluster, placement, replace
+from kube_support import create, delete, kube_client, managed_cluster, placement, replace, watching
 from lightkube.generic_resource import create_namespaced_resource
 
 from localkube import LocalKube
 from localkube.crds import install_crds
 from streams.apply.command import prepare_topics
-from streams.watch.command import WatchOptions, kube_config, watch_forever
 from topics.names import TopicRole
 
 pytestmark = pytest.mark.integration
@@ -64,19 +62,6 @@ async def collect(world: KafkaWorld, mark: str, until: Callable[[Seen], bool], t
 
 def kinds(values: list[Any]) -> list[str | None]:
     return [None if v is None else v["type"] for v in values]
-
-
-@asynccontextmanager
-async def watching(world: KafkaWorld, kubeconfig: Path, state: Path) -> AsyncIterator[None]:
-    """`watch` in this event loop until the block ends."""
-    stop = asyncio.Event()
-    config, options = kube_config(kubeconfig, None), WatchOptions(state)
-    task = asyncio.create_task(watch_forever(config, world.settings(), options, stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 async def test_changes_in_the_api_server_become_the_records_apply_publishes(

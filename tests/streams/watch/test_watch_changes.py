@@ -80,6 +80,17 @@ def test_all_placements_takes_one_without_the_annotation(tmp_path: Path) -> None
     assert change is not None and types(change) == [("Placement/apps/web", "placement.applied.v1")]
 
 
+def test_a_placement_is_published_without_the_hand_over_annotation_so_the_engine_decides_it(tmp_path: Path) -> None:
+    body = placement()
+    body["metadata"]["annotations"]["team"] = "web"
+    change = change_of_object(PLACEMENT, body, Published(tmp_path / "state.json"), NOW, take_all=False)
+    assert change is not None and change.records[0].value is not None
+    assert change.records[0].value["data"]["metadata"]["annotations"] == {"team": "web"}
+    alone = change_of_object(PLACEMENT, placement(), Published(tmp_path / "other.json"), NOW, take_all=False)
+    assert alone is not None and alone.records[0].value is not None
+    assert "annotations" not in alone.records[0].value["data"]["metadata"]
+
+
 @pytest.mark.parametrize(
     ("kind", "body", "expected"),
     [

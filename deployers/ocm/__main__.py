@@ -1,0 +1,5 @@
+import sys
+
+from deployers.ocm.deployer import main
+
+sys.exit(main())

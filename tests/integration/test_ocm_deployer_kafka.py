@@ -1,0 +1,365 @@
+"""The OCM deployer on the real API server and the real broker: the hub's objects end equal to the decisions.
+
+ManagedClusters, a set, a binding and Placements are created as objects in the API server; `watch` publishes them,
+the processor decides, and the deployer (`python -m deployers.ocm`, a subprocess so it can be killed) writes the
+PlacementDecisions and the Placements' status. After each step what the API server holds must equal the last
+decision on the decisions topic for every Placement (a deleted one: no pages): clusters relabelled, deleted and
+tainted, Placements created, changed and deleted, the deployer killed and restarted, `watch` stopped and
+restarted, a Placement handed back to upstream (its pages stay), one never handed over (never touched).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kafka_support import KafkaWorld, Record, running
+from kube_support import create, delete, kube_client, managed_cluster, replace, watching
+from lightkube import ApiError, AsyncClient
+
+from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS
+from deployers.ocm.writer import DECISION, PLACEMENT, VERSION
+from streams.watch.command import WatchOptions, kube_config, watch_forever
+from streams.watch.kinds import HANDOVER_ANNOTATION
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SET_LABEL = "cluster.open-cluster-management.io/clusterset"
+State = dict[str, Any]
+
+
+def placement_body(name: str, ns: str, clusterset: str, spec: dict[str, Any], *, handed_over: bool = True) -> Any:
+    annotations = {HANDOVER_ANNOTATION: "true"} if handed_over else {}
+    meta = {"name": name, "namespace": ns, "annotations": annotations}
+    return {"metadata": meta, "spec": {"clusterSets": [clusterset], **spec}}
+
+
+def rollout_spec() -> dict[str, Any]:
+    """Every cluster of the set; those in us-east make the first group (page 1), the rest the second (page 2)."""
+    canary = {"groupName": "canary", "groupClusterSelector": {"labelSelector": {"matchLabels": {"region": "us-east"}}}}
+    return {"decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": "100%", "decisionGroups": [canary]}}}
+
+
+async def world_of_clusters(client: AsyncClient, mark: str, regions: dict[str, str]) -> tuple[str, str]:
+    """A set, its binding in a namespace of the test's own, and one cluster per entry (env=prod everywhere)."""
+    ns, clusterset = f"ns{mark}", f"s{mark}"
+    await create(client, "ManagedClusterSet", {"metadata": {"name": clusterset}, "spec": {}})
+    binding = {"metadata": {"name": clusterset, "namespace": ns}, "spec": {"clusterSet": clusterset}}
+    await create(client, "ManagedClusterSetBinding", binding)
+    for name, region in regions.items():
+        await create(
+            client, "ManagedCluster", managed_cluster(name, env="prod", region=region, **{SET_LABEL: clusterset})
+        )
+    return ns, clusterset
+
+
+def last_decisions(records: list[Record], ns: str) -> dict[str, Any]:
+    """Placement name -> the data of its last decision (None: deleted), from the topic (the test's own reading)."""
+    last: dict[str, Any] = {}
+    for record in records:
+        key = record.key.decode() if record.key else ""
+        if key.startswith(f"Placement/{ns}/"):
+            data = None if record.value is None else orjson.loads(record.value)["data"]
+            last[key.split("/")[2]] = None if data is None or data.get("deleted") else data
+    return last
+
+
+def expected_state(data: dict[str, Any] | None, uid: str | None) -> State:
+    if data is None:
+        return {"pages": {}}
+    pages = {
+        p["metadata"]["name"]: (p["metadata"]["labels"], [d["clusterName"] for d in p["status"]["decisions"]], [uid])
+        for p in data["placementDecisions"]
+    }
+    return {
+        "pages": pages,
+        "status": {f: data.get(f, 0 if f == "numberOfSelectedClusters" else []) for f in STATUS_FIELDS},
+    }
+
+
+async def api_state(client: AsyncClient, ns: str, name: str) -> tuple[State, str | None]:
+    """The pages labelled for the Placement and its status as the API server holds them, and its uid."""
+    listed = [p.to_dict() async for p in client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: name})]
+    pages = {
+        p["metadata"]["name"]: (
+            p["metadata"]["labels"],
+            [d["clusterName"] for d in (p.get("status") or {}).get("decisions", [])],
+            [o["uid"] for o in p["metadata"].get("ownerReferences", [])],
+        )
+        for p in listed
+    }
+    try:
+        placement = (await client.get(PLACEMENT, name, namespace=ns)).to_dict()
+    except ApiError:  # absent: a deleted Placement has no status to compare
+        return {"pages": pages}, None
+    status = placement.get("status") or {}
+    return {
+        "pages": pages,
+        "status": {f: status.get(f, 0 if f == "numberOfSelectedClusters" else []) for f in STATUS_FIELDS},
+    }, placement["metadata"]["uid"]
+
+
+async def converged(
+    world: KafkaWorld, client: AsyncClient, ns: str, until: Any, timeout: float = 60.0
+) -> dict[str, State]:
+    """Until the topic shows `until(last decisions)` and the API server equals the last decisions; the states."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        records = await world.collect(world.topics.decisions, lambda rs: until(last_decisions(rs, ns)))
+        last = last_decisions(records, ns)
+        states, expected = {}, {}
+        for name, data in last.items():
+            states[name], uid = await api_state(client, ns, name)
+            expected[name] = expected_state(data, uid)
+        if states == expected:
+            return states
+        if loop.time() > deadline:
+            raise AssertionError(f"API server {states} never matched the decisions {expected}")
+        await asyncio.sleep(0.2)
+
+
+@contextmanager
+def deployer(world: KafkaWorld, kubeconfig: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m deployers.ocm` until the block ends (SIGTERM; the block may have killed it already)."""
+    prefix = world.topics.decisions.removesuffix("placement.decisions")
+    command = [sys.executable, "-m", "deployers.ocm", "--kubeconfig", str(kubeconfig)]
+    command += ["--bootstrap", world.bootstrap, "--topic-prefix", prefix]
+    with log.open("ab") as output:
+        process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=output, stderr=subprocess.STDOUT)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        process.wait(30)
+
+
+@asynccontextmanager
+async def pipeline(world: KafkaWorld, kubeconfig: Path, tmp_path: Path) -> AsyncIterator[None]:
+    """`watch` and the processor in this event loop."""
+    async with running(world.settings()), watching(world, kubeconfig, tmp_path / "watch.json"):
+        yield
+
+
+async def versions(client: AsyncClient, ns: str, name: str) -> dict[str, str]:
+    """The resourceVersions of the Placement and its pages: any write changes one."""
+    listed = [p.to_dict() async for p in client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: name})]
+    found = {p["metadata"]["name"]: p["metadata"]["resourceVersion"] for p in listed}
+    found[name] = (await client.get(PLACEMENT, name, namespace=ns)).to_dict()["metadata"]["resourceVersion"]
+    return found
+
+
+@asynccontextmanager
+async def stopped_at_end(stop: Any) -> AsyncIterator[None]:
+    """Calls `stop` when the block ends, however it ends (a test that failed midway leaves no task behind)."""
+    try:
+        yield
+    finally:
+        await stop()
+
+
+NO_SELECT = {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
+
+
+def drop_annotation(body: dict[str, Any]) -> None:
+    body["metadata"]["annotations"].pop(HANDOVER_ANNOTATION)
+
+
+def clusters(state: State) -> list[str]:
+    return sorted(c for _, names, _ in state["pages"].values() for c in names)
+
+
+def relabel(**labels: str) -> Any:
+    return lambda body: body["metadata"]["labels"].update(labels)
+
+
+async def test_the_api_server_follows_the_decisions_through_changes_deletions_and_a_restart(
+    world: KafkaWorld, kubeconfig: Path, tmp_path: Path
+) -> None:
+    mark, log = world.run_id, tmp_path / "deployer.log"
+    a, b, c, d = (f"{letter}{mark}" for letter in "abcd")
+    async with kube_client(kubeconfig) as client:
+        ns, clusterset = await world_of_clusters(client, mark, {a: "us-east", b: "us-west", c: "eu-west", d: "us-east"})
+        prod = {"predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]}
+        await create(client, "Placement", placement_body("web", ns, clusterset, {"numberOfClusters": 2, **prod}))
+        await create(client, "Placement", placement_body("rollout", ns, clusterset, rollout_spec()))
+        await create(client, "Placement", placement_body("upstream", ns, clusterset, {}, handed_over=False))
+        eu_west = {
+            "predicates": [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"region": "eu-west"}}}}]
+        }
+        await create(client, "Placement", placement_body("steady", ns, clusterset, eu_west))
+        await create(client, "Placement", placement_body("short", ns, clusterset, {"numberOfClusters": 1}))
+        foreign = {
+            "metadata": {"name": "upstream-decision-1", "namespace": ns, "labels": {PLACEMENT_LABEL: "upstream"}}
+        }
+        untouched = (
+            await client.create(DECISION.from_dict({"apiVersion": VERSION, "kind": "PlacementDecision", **foreign}))
+        ).to_dict()
+
+        watch_stop = asyncio.Event()
+        watch_options = WatchOptions(tmp_path / "watch.json")
+        first_watch = asyncio.create_task(
+            watch_forever(kube_config(kubeconfig, None), world.settings(), watch_options, watch_stop)
+        )
+
+        async def stop_watch() -> None:
+            watch_stop.set()
+            await asyncio.wait_for(first_watch, 30)
+
+        async with running(world.settings()), stopped_at_end(stop_watch):
+            with deployer(world, kubeconfig, log) as first:
+                states = await converged(
+                    world, client, ns, lambda last: {"web", "rollout", "steady", "short"} <= set(last)
+                )
+                assert len(clusters(states["web"])) == 2
+                assert clusters(states["rollout"]) == sorted([a, b, c, d])
+                assert len(states["rollout"]["pages"]) == 2  # canary (us-east) and the rest
+                assert states["web"]["status"]["numberOfSelectedClusters"] == 2
+
+                # a cluster leaves prod: web's selection changes; rollout is deleted: its pages go
+                gone = clusters(states["web"])[0]
+                await replace(client, "ManagedCluster", gone, relabel(env="dev"))
+                await delete(client, "Placement", "rollout", ns)
+                states = await converged(
+                    world,
+                    client,
+                    ns,
+                    lambda last: last.get("rollout", 1) is None and gone not in str(last.get("web", gone)),
+                )
+                assert gone not in clusters(states["web"]) and len(clusters(states["web"])) == 2
+                assert states["rollout"] == {"pages": {}}
+                steady = await versions(client, ns, "steady")
+                first.send_signal(signal.SIGKILL)
+                first.wait(30)
+            restarted_at = log.stat().st_size
+
+            # while the deployer is down: a new Placement, one deleted, and web's selection changes again
+            await delete(client, "Placement", "short", ns)
+            await create(client, "Placement", placement_body("late", ns, clusterset, {"numberOfClusters": 1}))
+            await replace(client, "ManagedCluster", gone, relabel(env="prod"))
+            await replace(client, "Placement", "web", lambda body: body["spec"].update(numberOfClusters=3), ns)
+            await world.collect(
+                world.topics.decisions,
+                lambda rs: (
+                    "late" in last_decisions(rs, ns)
+                    and last_decisions(rs, ns)["short"] is None
+                    and last_decisions(rs, ns)["web"]["numberOfSelectedClusters"] == 3
+                ),
+            )
+            with deployer(world, kubeconfig, log) as second:
+                states = await converged(world, client, ns, lambda last: "late" in last)
+                assert len(clusters(states["web"])) == 3 and len(clusters(states["late"])) == 1
+                assert states["short"] == {"pages": {}}  # deleted while the deployer was down: its pages went
+                await asyncio.sleep(1)  # a converged deployer writes nothing more
+                again, _ = await api_state(client, ns, "web")
+                assert again == states["web"]
+                assert await versions(client, ns, "steady") == steady, "an unchanged decision is not written again"
+                assert f"Placement/{ns}/steady" not in log.read_text()[restarted_at:]
+
+                # `watch` stopped (a second stop does nothing): a cluster deleted, one tainted; restarted, it lists
+                await stop_watch()
+                await delete(client, "ManagedCluster", a)
+                await replace(client, "ManagedCluster", d, lambda body: body["spec"].update(taints=[NO_SELECT]))
+                async with watching(world, kubeconfig, tmp_path / "watch.json"):
+                    states = await converged(
+                        world,
+                        client,
+                        ns,
+                        lambda last: "web" in last and a not in str(last["web"]) and d not in str(last["web"]),
+                    )
+                    assert set(clusters(states["web"])) == {b, c}  # all that is left in prod
+
+                    # steady handed back to upstream: its decision is deleted, its pages and status stay as they are
+                    before = await versions(client, ns, "steady")
+                    await replace(client, "Placement", "steady", drop_annotation, ns)
+                    await world.collect(
+                        world.topics.decisions, lambda rs: last_decisions(rs, ns).get("steady", 1) is None
+                    )
+                    await asyncio.sleep(1)
+                    after = await versions(client, ns, "steady")
+                    assert {k: v for k, v in after.items() if k != "steady"} == {
+                        k: v for k, v in before.items() if k != "steady"
+                    }
+                    assert (await api_state(client, ns, "steady"))[0]["pages"] == states["steady"]["pages"]
+            assert second.returncode == 0, log.read_text()[-3000:]
+
+        now = (await client.get(DECISION, "upstream-decision-1", namespace=ns)).to_dict()
+        assert now["metadata"]["resourceVersion"] == untouched["metadata"]["resourceVersion"]
+        assert "status" not in (await client.get(PLACEMENT, "upstream", namespace=ns)).to_dict()
+
+
+async def test_a_reader_never_sees_a_selected_cluster_missing_from_every_page(
+    world: KafkaWorld, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A cluster moves from the canary page (page 1) to the other group's page (page 2): written in page order it
+    would be on neither for a moment; the deployer writes page 2 first."""
+    mark = world.run_id
+    names = [f"{i}{mark}" for i in "abcdef"]
+    regions = dict(zip(names, ["us-east", "us-east", "us-east", "eu-west", "eu-west", "us-west"], strict=True))
+    async with kube_client(kubeconfig) as client:
+        ns, clusterset = await world_of_clusters(client, mark, regions)
+        await create(client, "Placement", placement_body("rollout", ns, clusterset, rollout_spec()))
+        async with pipeline(world, kubeconfig, tmp_path), kube_client(kubeconfig) as reader:
+            with deployer(world, kubeconfig, tmp_path / "deployer.log"):
+                states = await converged(world, client, ns, lambda last: "rollout" in last)
+                assert clusters(states["rollout"]) == sorted(names)
+                listed = client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: "rollout"})
+                seen = {p.metadata.name: p.to_dict() async for p in listed}
+                version = listed.resourceVersion
+                unions: list[set[str]] = []
+
+                async def follow() -> None:
+                    async for kind, page in reader.watch(
+                        DECISION, namespace=ns, labels={PLACEMENT_LABEL: "rollout"}, resource_version=version
+                    ):
+                        body = page.to_dict()
+                        if kind == "DELETED":
+                            seen.pop(body["metadata"]["name"], None)
+                        else:
+                            seen[body["metadata"]["name"]] = body
+                        unions.append(
+                            {
+                                d["clusterName"]
+                                for p in seen.values()
+                                for d in (p.get("status") or {}).get("decisions", [])
+                            }
+                        )
+
+                watcher = asyncio.create_task(follow())
+                try:
+                    for moved in names[:3]:  # every canary cluster leaves us-east, one after the other
+                        await replace(client, "ManagedCluster", moved, relabel(region="eu-west"))
+                    await converged(
+                        world,
+                        client,
+                        ns,
+                        lambda last: (
+                            "rollout" in last
+                            and all(
+                                moved not in str(page)
+                                for page in last["rollout"]["placementDecisions"]
+                                if page["metadata"]["labels"].get(
+                                    "cluster.open-cluster-management.io/decision-group-name"
+                                )
+                                == "canary"
+                                for moved in names[:3]
+                            )
+                        ),
+                    )
+                    await asyncio.sleep(0.5)  # the last events reach the reader
+                finally:
+                    watcher.cancel()
+    assert len(unions) >= 3, "the reader saw the pages change"
+    missing = [sorted(set(names) - union) for union in unions if not set(names) <= union]
+    assert not missing, f"a reader saw selected clusters on no page: {missing}"
