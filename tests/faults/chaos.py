@@ -64,6 +64,8 @@ class Replica:
         self.port = free_ports(1)[0]
         # `phase` reads the counters as they are at the moment it asks, not a page rendered up to a second before
         env = {**self._env, "PLACEMENT_HTTP_PORT": str(self.port), "PLACEMENT_METRICS_MAX_AGE_MS": "0"}
+        if self.command != _command():  # an earlier release runs its own installed code, never this checkout's
+            env.pop("PYTHONPATH", None)
         with self.log.open("ab") as log:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command, env=env, cwd=self._workdir, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log
