@@ -83,7 +83,14 @@ async def test_changes_in_the_api_server_become_the_records_apply_publishes(
         await replace(client, "Placement", "upstream", lambda body: body["spec"].update(numberOfClusters=3), ns)
         await delete(client, "ManagedCluster", cluster)
         await delete(client, "Placement", "ours", ns)
-        seen = await collect(world, mark, lambda seen: len(seen.get(f"Placement/{ns}/ours", [])) == 3)
+        # each kind is watched on its own, so the cluster's records may come after the placement's
+        seen = await collect(
+            world,
+            mark,
+            lambda seen: (
+                len(seen.get(f"Placement/{ns}/ours", [])) == 3 and len(seen.get(f"ManagedCluster/{cluster}", [])) == 3
+            ),
+        )
 
     assert kinds(seen[f"ManagedCluster/{cluster}"]) == ["managedcluster.applied.v1"] * 2 + [None]
     assert [v["data"]["metadata"]["labels"] for v in seen[f"ManagedCluster/{cluster}"][:2]] == [
