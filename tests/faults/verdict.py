@@ -45,6 +45,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams.replay import Replayer
 from streams.settings import Settings
 from tests.faults.workload import Item
+from tests.integration.kafka_support import without
 from topics.names import TopicRole
 
 __all__ = ["Output", "Verdict", "compare", "read_committed", "replay"]
@@ -202,11 +203,7 @@ def _answer(value: dict[str, Any] | None) -> Any:
 
 
 def _stable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in _VOLATILE}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
+    return without(value, _VOLATILE)
 
 
 def _data(decision: _Decision) -> dict[str, Any]:

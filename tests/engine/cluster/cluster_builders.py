@@ -11,6 +11,9 @@ from engine.cluster.fleet.views import CLUSTERSET_LABEL, InventoryView
 from engine.cluster.pipeline.compiled import compile_placement
 from engine.cluster.pipeline.evaluate import Evaluation, evaluate
 from engine.cluster.pipeline.framework import EvalContext, MappingCounts
+from engine.cluster.pipeline.plugins.predicate import PredicateFilter
+from engine.cluster.pipeline.status import Code
+from engine.core import CEL_PLACEMENT_BUDGET
 from engine.inventory import Inventory
 from topics.inventory import (
     AddOnPlacementScore,
@@ -250,3 +253,24 @@ def condition(evaluation: Evaluation, kind: str) -> tuple[str, str, str]:
         if cond.type == kind:
             return cond.status, cond.reason, cond.message
     raise AssertionError(f"no {kind} condition")
+
+
+def predicate_filtered(
+    view: InventoryView,
+    placement: Placement,
+    sets: tuple[str, ...] = ("set1",),
+    *,
+    cel_budget: int = CEL_PLACEMENT_BUDGET,
+) -> tuple[list[str], Code, str]:
+    """The Predicate filter's passed clusters and status for a placement whose candidates are the sets' clusters."""
+    ctx = EvalContext(
+        placement=placement,
+        view=view,
+        now=NOW,
+        current=frozenset(),
+        others=MappingCounts(),
+        compiled=compile_placement(placement),
+        cel_budget=cel_budget,
+    )
+    result = PredicateFilter().filter(ctx, view.available_ids(sets))
+    return view.fleet().names_of(result.passed), result.status.code, result.status.message

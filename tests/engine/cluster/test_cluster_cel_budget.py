@@ -6,14 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, one_set_world
+from cluster_builders import NOW, World, a_cluster, a_placement, one_set_world, predicate_filtered
 
 from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching.cel_env import CelProgram, compile_expression
-from engine.cluster.pipeline.compiled import compile_placement
-from engine.cluster.pipeline.framework import EvalContext, MappingCounts
-from engine.cluster.pipeline.plugins.predicate import PredicateFilter, stopped_count
+from engine.cluster.pipeline.plugins.predicate import stopped_count
 from engine.cluster.pipeline.status import Code
 from engine.core import CEL_PLACEMENT_BUDGET, EngineContext, EngineSettings
 from topics.placement import Placement
@@ -45,17 +43,7 @@ def _cost(expression: str = EXPRESSION) -> int:
 
 def _filtered(placement: Placement, budget: int, view: InventoryView | None = None) -> tuple[list[str], Code, str]:
     view = view if view is not None else InventoryView(one_set_world(*FLEET).inventory())
-    ctx = EvalContext(
-        placement=placement,
-        view=view,
-        now=NOW,
-        current=frozenset(),
-        others=MappingCounts(),
-        compiled=compile_placement(placement),
-        cel_budget=budget,
-    )
-    result = PredicateFilter().filter(ctx, view.available_ids(("set1",)))
-    return view.fleet().names_of(result.passed), result.status.code, result.status.message
+    return predicate_filtered(view, placement, cel_budget=budget)
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,12 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, decided, one_set_world, run
+from cluster_builders import NOW, World, a_cluster, a_placement, decided, one_set_world, predicate_filtered, run
 
 from engine.cluster import ClusterPlacementEngine, PlacementState
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching import cel_env
 from engine.cluster.matching.cel_env import CelProgram, compile_expression
-from engine.cluster.pipeline.compiled import compile_placement
-from engine.cluster.pipeline.framework import EvalContext, MappingCounts
-from engine.cluster.pipeline.plugins.predicate import PredicateFilter
 from engine.cluster.pipeline.status import Code
 from engine.core import EngineContext, EngineSettings
 from topics.placement import Placement
@@ -211,18 +208,7 @@ def _label(**labels: str) -> dict[str, Any]:
 
 def _filtered(world: World, placement: Placement, sets: tuple[str, ...] = ("set1",)) -> tuple[list[str], Code, str]:
     """The Predicate filter's passed clusters and status for a placement whose candidates are the sets' clusters."""
-    view = InventoryView(world.inventory())
-    ctx = EvalContext(
-        placement=placement,
-        view=view,
-        now=NOW,
-        current=frozenset(),
-        others=MappingCounts(),
-        compiled=compile_placement(placement),
-    )
-    fleet = view.fleet()
-    result = PredicateFilter().filter(ctx, view.available_ids(sets))
-    return fleet.names_of(result.passed), result.status.code, result.status.message
+    return predicate_filtered(InventoryView(world.inventory()), placement, sets)
 
 
 @pytest.mark.parametrize(
