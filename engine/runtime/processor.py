@@ -276,8 +276,8 @@ class Runtime:
         write the changelog of the task's touched subjects (nothing is rewritten for those just decided) and mark
         the task finished. A subject's state is final once decided, so its entry can go at once.
 
-        Costly subjects (`CostlyEngine`) wait until every other task's subjects are decided and finished, so one
-        expensive subject delays no other task's commit (platform P15); each subject is still decided once."""
+        Costly subjects (`CostlyEngine`) wait until every task, their own included, is finished, so one expensive
+        subject delays no other subject's commit (platform P15); each subject is still decided once."""
         task_of = self._task_of
         by_task: dict[int, _TaskWork] = {}
         for key in batch.dirty:
@@ -289,13 +289,9 @@ class Runtime:
         for task in sorted(by_task):
             work = by_task[task]
             yield from self._decide(batch, sorted(work.dirty), ctx)
-            if not work.costly:
-                yield from self._close_task(batch, task, work.touched, ctx, mark_finished)
+            yield from self._close_task(batch, task, work, ctx, mark_finished)
         for task in sorted(by_task):
-            work = by_task[task]
-            if work.costly:
-                yield from self._decide(batch, sorted(work.costly), ctx)
-                yield from self._close_task(batch, task, work.touched, ctx, mark_finished)
+            yield from self._decide_costly(batch, sorted(by_task[task].costly), ctx)
         batch.touched.clear()
         batch.before.clear()
         batch.causes.clear()
@@ -319,16 +315,32 @@ class Runtime:
                         batch.outputs += self.subjects.changelog_entries(key)
 
     def _close_task(
-        self, batch: Batch, task: int, touched: list[str], ctx: EngineContext, mark_finished: bool
+        self, batch: Batch, task: int, work: _TaskWork, ctx: EngineContext, mark_finished: bool
     ) -> Iterator[Handover]:
-        """Write the changelog of the task's touched subjects and hand its outputs over, marked finished."""
-        for key in sorted(touched):
-            with self.subjects.isolated(batch, key, batch.before.get(key), batch.causes.pop(key, ()), ctx.now):
+        """Write the changelog of the task's touched subjects and hand its outputs over, marked finished. A costly
+        subject's records stay its causes until it is decided: its decision may still fail and dead-letter them."""
+        incidents = self.subjects.incidents
+        for key in sorted(work.touched):
+            waits = key in work.costly
+            causes = batch.causes.get(key, ()) if waits else batch.causes.pop(key, ())
+            seen = len(incidents)
+            with self.subjects.isolated(batch, key, batch.before.get(key), causes, ctx.now):
                 batch.outputs += self.subjects.changelog_entries(key)
+            if waits and len(incidents) > seen:
+                batch.causes.pop(key, None)  # dead-lettered just now
         if mark_finished:
             yield Handover(batch.hand_over(), finished=task)
         elif batch.outputs:
             yield Handover(batch.hand_over())
+
+    def _decide_costly(self, batch: Batch, keys: list[str], ctx: EngineContext) -> Iterator[Handover]:
+        """Decide a task's costly subjects after its transaction was handed over finished (platform P15): their
+        outputs open the task's next transaction. A decision that fails reverts the subject to its state before
+        the batch, which the finished transaction no longer holds, so the changelog is brought back to it."""
+        yield from self._decide(batch, keys, ctx)
+        for key in keys:
+            with self.subjects.isolated(batch, key, batch.before.get(key, self.states.get(key)), (), ctx.now):
+                batch.outputs += self.subjects.changelog_entries(key)
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from kafka_support import KafkaWorld, Record, event, http_get, running, wait_for
 
 from engine.cluster import ClusterPlacementEngine
 from streams.cli import main as cli_main
+from streams.kafka.admin import create_topics
 from streams.kafka.tasks import partition_of
 from streams.service import Processor
 
@@ -376,3 +377,33 @@ def _counts(processor: Processor) -> dict[str, int]:
 
 def _sample(processor: Processor, name: str, **labels: str) -> float:
     return processor.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def test_f_a_costly_placement_commits_after_the_cheap_ones_of_its_own_task(world: KafkaWorld) -> None:
+    """A CEL placement not yet evaluated in its spec is costly (platform P15): the cheap placement of the same task
+    and batch commits in a transaction of its own before the costly one is decided, so a commit marker lies
+    between their decisions on the partition they share."""
+    topics = world.topics
+    costly = "Placement/apps/costly"
+    task = partition_of(costly, world.partitions)
+    cheap_name = next(
+        f"cheap{i}" for i in range(100) if partition_of(f"Placement/apps/cheap{i}", world.partitions) == task
+    )
+    cheap = f"Placement/apps/{cheap_name}"
+    loop = "[" + ",".join(map(str, range(1000))) + "]"
+    expression = f"managedCluster.metadata.name != '' && {loop}.all(x, {loop}.all(y, x >= 0))"
+    cel = {"predicates": [{"requiredClusterSelector": {"celSelector": {"celExpressions": [expression]}}}]}
+    await create_topics(world.settings())
+    await world.produce(base_inventory(world, {"c1": {}, "c2": {}}))
+    # produced before the processor starts, so its first batch holds both
+    await world.produce([(topics.submissions, costly, placement("costly", cel)),
+                         (topics.submissions, cheap, placement(cheap_name, {}))])  # fmt: skip
+    async with running(world.settings()):
+        records = await world.collect(
+            topics.decisions, lambda got: bool(decisions_of(got, costly)) and bool(decisions_of(got, cheap))
+        )
+    [(first, _)] = decided(records, cheap)
+    [(second, _)] = decided(records, costly)
+    assert decisions_of(records, costly) == [set()] and decisions_of(records, cheap) == [{"c1", "c2"}]
+    assert first.partition == second.partition == task
+    assert second.offset > first.offset + 1, "one transaction held both"

@@ -419,24 +419,79 @@ class CostlyCountingEngine(CountingEngine):
         ([], ["p0000", "p0001", "p0002"]),  # none costly: task after task, as before
     ],
 )
-def test_costly_subjects_are_decided_after_every_other_task_finished(costly: list[str], light: list[str]) -> None:
+def test_costly_subjects_are_decided_after_every_task_finished(costly: list[str], light: list[str]) -> None:
     engine = CostlyCountingEngine()
     runtime = Runtime([engine], task_of=_task_by_number)
-    inputs = [cluster("c", "a")]
-    inputs += [
-        _on_its_task(placement(name, "a", **({"costly": 1} if name in costly else {})))
-        for name in sorted(costly + light)
-    ]
+    inputs = _costly_batch(costly, light)
     handed = list(runtime.process_chunks(inputs, T0))
     costly_keys = [f"Placement/ns/{name}" for name in costly]
     light_keys = [f"Placement/ns/{name}" for name in light]
     # light subjects task by task, then the costly ones task by task: each decided once
     by_task = lambda k: (_task_by_number(k), k)  # noqa: E731
     assert engine.decided == sorted(light_keys, key=by_task) + sorted(costly_keys, key=by_task)
-    costly_tasks = {_task_by_number(k) for k in costly_keys}
-    light_only = sorted({_task_by_number(k) for k in light_keys} - costly_tasks)
-    assert [c.finished for c in handed if c.finished is not None] == light_only + sorted(costly_tasks)
-    _assert_nothing_after_its_task_finished(handed)
+    # every task, a costly subject's own included, is finished before any costly subject is decided
+    tasks = sorted({_task_by_number(k) for k in costly_keys + light_keys})
+    assert [c.finished for c in handed if c.finished is not None] == tasks
+    last = max(i for i, c in enumerate(handed) if c.finished is not None)
+    after = {o.subject for c in handed[last + 1 :] for o in c.records}
+    assert after == set(costly_keys)
     whole = Runtime([CostlyCountingEngine()], task_of=_task_by_number).process(inputs, T0)
     assert [o.value for c in handed for o in c.records] == [o.value for o in whole], "deterministic"
     assert sorted(name for name, _ in decided(whole)) == sorted(costly + light)
+
+
+@pytest.mark.parametrize("costly", [["p0000"], ["p0001", "p0005"]])
+def test_a_stop_between_the_finished_tasks_and_the_costly_decisions_loses_no_decision(costly: list[str]) -> None:
+    """The finished transactions hold the costly subjects' new state but not their decision: a new owner that
+    restores them and re-decides what it restored, as after every restore, publishes exactly those decisions."""
+    light = [name for name in ("p0000", "p0001", "p0002", "p0003") if name not in costly]
+    inputs = _costly_batch(costly, light)
+    handed = list(Runtime([CostlyCountingEngine()], task_of=_task_by_number).process_chunks(inputs, T0))
+    last = max(i for i, c in enumerate(handed) if c.finished is not None)
+    committed = [o for c in handed[: last + 1] for o in c.records]
+    lost = [o for c in handed[last + 1 :] for o in c.records]
+    owner = Runtime([CostlyCountingEngine()], task_of=_task_by_number)
+    owner.process(inputs[:1], T0)  # the inventory is global: every instance reads it whole
+    for entry in committed:
+        if entry.topic is TopicRole.CHANGELOG and entry.key is not None:
+            owner.restore(entry.key.decode(), entry.value)
+    redecided = owner.redecide(sorted(owner.states), T0)
+    assert decided(redecided) == decided(lost) and sorted(n for n, _ in decided(lost)) == sorted(costly)
+    assert not {n for n, _ in decided(committed)} & set(costly)
+
+
+class FailingCostlyEngine(CostlyCountingEngine):
+    """Costly subjects fail to be decided."""
+
+    def decide(self, key: str, state: Counted, ctx: EngineContext) -> Step[Counted]:
+        if self.costly(key, state):
+            raise RuntimeError("decision failed")
+        return super().decide(key, state, ctx)
+
+
+def test_a_costly_decision_that_fails_dead_letters_its_records_once_and_reverts_the_changelog() -> None:
+    runtime = Runtime([FailingCostlyEngine()], task_of=_task_by_number)
+    runtime.process([cluster("c", "a"), _on_its_task(placement("p0000", "a"))], T0)  # decided, not costly
+    changed = _on_its_task(placement("p0000", "b", costly=1))
+    handed = list(runtime.process_chunks([changed, _on_its_task(placement("p0003", "a"))], T0))
+    outputs = [o for c in handed for o in c.records]
+    letters = [o for o in outputs if o.topic is TopicRole.DEAD_LETTER]
+    assert [(o.key, o.value) for o in letters] == [(changed.key, changed.value)]
+    assert decided(outputs) == [("p0003", 1)]
+    entries = [o for o in outputs if o.topic is TopicRole.CHANGELOG and o.subject == "Placement/ns/p0000"]
+    assert len(entries) == 2  # the new state, in the finished transaction, then the state before the batch
+    assert entries[-1].value is not None
+    restored = orjson.loads(entries[-1].value)["state"]["placement"]["metadata"]["annotations"]
+    assert restored == {"label": "a"} and runtime.states["Placement/ns/p0000"].placement.metadata.annotations == {
+        "label": "a"
+    }
+
+
+def _costly_batch(costly: list[str], light: list[str]) -> list[InputRecord]:
+    """A cluster, then each placement on its task, the costly ones annotated so."""
+    inputs = [cluster("c", "a")]
+    inputs += [
+        _on_its_task(placement(name, "a", **({"costly": 1} if name in costly else {})))
+        for name in sorted(costly + light)
+    ]
+    return inputs
