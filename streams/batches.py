@@ -140,7 +140,7 @@ class BatchHandler:
             if self._tracing is not None:
                 spans = self._tracing.start(inputs)
                 inputs = spans.inputs
-            processed = runtime.process_chunks(inputs, now)
+            processed = runtime.process_chunks(inputs, now, defer_costly=True)
             chunks = itertools.chain(chunks, processed if spans is None else spans.watch(processed))
         by_topic = Counter(record.topic for record in records)
         for topic, count in by_topic.items():

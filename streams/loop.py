@@ -131,6 +131,8 @@ class ProcessingLoop:
                 owned = self._tasks.owned
                 peers.apply(from_peers, owned)
                 await batches.handle(inventory, {tp: rs for tp, rs in subjects.items() if tp.partition in owned})
+                for task, keys in runtime.deferred_keys().items():  # decided next turn, after what it polls
+                    ownership.stale.defer(task, keys)
                 if stale and generation == ownership.generation:  # else a task may have been restored again
                     ownership.stale.keep(owned)
                     keys = ownership.stale.take(stale, kafka.max_batch_records)

@@ -28,6 +28,7 @@ from engine.errors import MisplacedRecordError, RoutingError
 from engine.inventory import Inventory, InventoryChange
 from engine.runtime.batch import Batch
 from engine.runtime.deadletter import dead_letter
+from engine.runtime.deferred import DeferredSubjects
 from engine.runtime.inputs import apply_inventory_record, producer_of, read_subject_record
 from engine.runtime.records import Handover, Incident, InputRecord, Misplaced, OutputRecord
 from engine.runtime.routing import (
@@ -73,6 +74,8 @@ class Runtime:
         """Given, a subject record is applied only from its task's partition (P3); replay has one task."""
         self.misplaced: list[Misplaced] = []
         """Subject records refused for their partition since the service last took them (`take_misplaced`)."""
+        self._deferred = DeferredSubjects()
+        """Costly subjects a batch left undecided for a later turn (`process_chunks(defer_costly=True)`)."""
         if config is not None:  # the configuration active at start (the service's queue file)
             for configured in self.subjects.configured.values():
                 configured.configure(config)
@@ -123,8 +126,12 @@ class Runtime:
         """Apply a batch of consumed records (inventory and subject records, in order)."""
         return _joined(self.process_chunks(records, now))
 
-    def process_chunks(self, records: Sequence[InputRecord], now: datetime) -> Iterator[Handover]:
-        """`process`, handing the outputs over in chunks; the batch is only complete once exhausted."""
+    def process_chunks(
+        self, records: Sequence[InputRecord], now: datetime, *, defer_costly: bool = False
+    ) -> Iterator[Handover]:
+        """`process`, handing the outputs over in chunks; the batch is only complete once exhausted. With
+        `defer_costly`, costly subjects are left undecided (`deferred_keys`) for the caller to re-decide in a later
+        turn, after the records polled meanwhile (platform P15)."""
         batch = Batch("|".join([f"{r.topic}:{r.partition}:{r.offset}" for r in records]))
         ctx = self.context(now)
         changes: list[InventoryChange] = []
@@ -149,7 +156,7 @@ class Runtime:
                 if inventory_trace is not None:  # a subject's own record names its cause first (P16)
                     for key in affected:
                         batch.traces.setdefault(key, inventory_trace)
-        yield from self._finish(batch, ctx)
+        yield from self._finish(batch, ctx, defer_costly=defer_costly)
 
     def fire_timers(self, now: datetime) -> list[OutputRecord]:
         """Run every timer due at `now`, earliest first, each at its own instant."""
@@ -173,10 +180,19 @@ class Runtime:
         return _joined(self.redecide_chunks(keys, now))
 
     def redecide_chunks(self, keys: Iterable[str], now: datetime) -> Iterator[Handover]:
-        """`redecide`, handing the outputs over in chunks."""
+        """`redecide`, handing the outputs over in chunks. A deferred subject is decided with what its batch
+        left it: the state to revert to, the records to dead-letter if its decision fails, its trace context."""
         batch = Batch(f"redecide|{now.isoformat()}")
-        batch.dirty.update(k for k in keys if k in self.states)
-        return self._finish(batch, self.context(now))
+        for key in keys:
+            self._deferred.resume(batch, key)
+            if key in self.states:
+                batch.dirty.add(key)
+        yield from self._finish(batch, self.context(now))
+
+    def deferred_keys(self) -> dict[int, list[str]]:
+        """The costly subjects left undecided, by task, in key order (those since deleted or handed over are
+        forgotten: the next owner re-decides what it restores)."""
+        return self._deferred.by_task(self.states, self._task_of)
 
     def reconfigure(self, config: object, now: datetime) -> list[OutputRecord]:
         """Make a new configuration active in the configured engines and let each of their subjects adapt."""
@@ -271,7 +287,9 @@ class Runtime:
         if cause is not None and key in batch.touched:
             batch.causes.setdefault(key, []).append(cause)
 
-    def _finish(self, batch: Batch, ctx: EngineContext, *, mark_finished: bool = True) -> Iterator[Handover]:
+    def _finish(
+        self, batch: Batch, ctx: EngineContext, *, mark_finished: bool = True, defer_costly: bool = False
+    ) -> Iterator[Handover]:
         """Decide the dirty subjects task by task, chunk by chunk, each chunk with its changelog entries, then
         write the changelog of the task's touched subjects (nothing is rewritten for those just decided) and mark
         the task finished. A subject's state is final once decided, so its entry can go at once.
@@ -291,7 +309,11 @@ class Runtime:
             yield from self._decide(batch, sorted(work.dirty), ctx)
             yield from self._close_task(batch, task, work, ctx, mark_finished)
         for task in sorted(by_task):
-            yield from self._decide_costly(batch, sorted(by_task[task].costly), ctx)
+            costly = sorted(by_task[task].costly)
+            if defer_costly:
+                self._deferred.defer(batch, costly, self.states)
+            else:
+                yield from self._decide_costly(batch, costly, ctx)
         batch.touched.clear()
         batch.before.clear()
         batch.causes.clear()

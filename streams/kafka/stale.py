@@ -45,6 +45,15 @@ class StaleTasks:
         else:
             self._keys.pop(task, None)
 
+    def defer(self, task: int, keys: Iterable[str]) -> None:
+        """These keys of the task are due as well, after those already pending: costly subjects a batch left
+        undecided (platform P15)."""
+        pending = self._keys.setdefault(task, [])
+        known = set(pending)
+        pending += [key for key in keys if key not in known]
+        if not pending:
+            del self._keys[task]
+
     def keep(self, tasks: Iterable[int]) -> None:
         """Forget the tasks not among `tasks` (no longer owned)."""
         kept = set(tasks)

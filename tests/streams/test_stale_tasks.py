@@ -66,3 +66,22 @@ def test_tasks_no_longer_owned_are_forgotten() -> None:
         stale.add(task, RESTORED[task])
     stale.keep({1, 5})
     assert stale.tasks() == {1}
+
+
+@pytest.mark.parametrize(
+    ("restored", "deferred", "due"),
+    [
+        ([], ["a9", "a0"], ["a9", "a0"]),  # nothing restored: the deferred keys alone, in the order given
+        (["a3", "a1"], ["a0", "a1"], ["a1", "a3", "a0"]),  # after the restored ones, each key once
+        ([], [], []),  # nothing deferred: the task is not kept
+    ],
+    ids=["deferred-only", "after-the-restored", "nothing"],
+)
+def test_deferred_keys_are_due_after_the_pending_ones_each_once(
+    restored: list[str], deferred: list[str], due: list[str]
+) -> None:
+    stale = StaleTasks()
+    stale.add(0, restored)
+    stale.defer(0, deferred)
+    assert stale.tasks() == ({0} if due else set())
+    assert stale.take({0}, 10) == due

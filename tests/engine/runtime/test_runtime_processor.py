@@ -469,11 +469,16 @@ class FailingCostlyEngine(CostlyCountingEngine):
         return super().decide(key, state, ctx)
 
 
-def test_a_costly_decision_that_fails_dead_letters_its_records_once_and_reverts_the_changelog() -> None:
+@pytest.mark.parametrize("defer", [False, True], ids=["in-its-batch", "deferred"])
+def test_a_costly_decision_that_fails_dead_letters_its_records_once_and_reverts_the_changelog(defer: bool) -> None:
     runtime = Runtime([FailingCostlyEngine()], task_of=_task_by_number)
     runtime.process([cluster("c", "a"), _on_its_task(placement("p0000", "a"))], T0)  # decided, not costly
     changed = _on_its_task(placement("p0000", "b", costly=1))
-    handed = list(runtime.process_chunks([changed, _on_its_task(placement("p0003", "a"))], T0))
+    batch = [changed, _on_its_task(placement("p0003", "a"))]
+    handed = list(runtime.process_chunks(batch, T0, defer_costly=defer))
+    if defer:
+        assert runtime.deferred_keys() == {0: ["Placement/ns/p0000"]}
+        handed += runtime.redecide_chunks(["Placement/ns/p0000"], T0)
     outputs = [o for c in handed for o in c.records]
     letters = [o for o in outputs if o.topic is TopicRole.DEAD_LETTER]
     assert [(o.key, o.value) for o in letters] == [(changed.key, changed.value)]
@@ -485,6 +490,29 @@ def test_a_costly_decision_that_fails_dead_letters_its_records_once_and_reverts_
     assert restored == {"label": "a"} and runtime.states["Placement/ns/p0000"].placement.metadata.annotations == {
         "label": "a"
     }
+
+
+def test_deferred_costly_subjects_are_decided_later_with_their_trace_and_once() -> None:
+    """Deferred, a costly subject's new state is in its batch's changelog but its decision is not; re-decided in a
+    later turn, it publishes what its batch would have, with the trace context of the record that changed it."""
+    inputs = _costly_batch(["p0000", "p0004"], ["p0001", "p0003"])
+    parent = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    inputs[1] = replace(inputs[1], headers=(("traceparent", parent),))  # p0000's record
+    costly = ["Placement/ns/p0000", "Placement/ns/p0004"]
+    inline = Runtime([CostlyCountingEngine()], task_of=_task_by_number).process(inputs, T0)
+    engine = CostlyCountingEngine()
+    runtime = Runtime([engine], task_of=_task_by_number)
+    first = [o for c in runtime.process_chunks(inputs, T0, defer_costly=True) for o in c.records]
+    assert engine.decided == ["Placement/ns/p0003", "Placement/ns/p0001"]
+    assert sorted(name for name, _ in decided(first)) == ["p0001", "p0003"]
+    assert set(costly) <= {o.subject for o in first if o.topic is TopicRole.CHANGELOG}
+    assert runtime.deferred_keys() == {0: costly[:1], 1: costly[1:]}
+    later = runtime.redecide(costly, T0)
+    assert decided(later) == [d for d in decided(inline) if d[0] in ("p0000", "p0004")]
+    [traced] = [o for o in later if o.topic is TopicRole.DECISIONS and o.subject == costly[0]]
+    assert dict(traced.headers)["traceparent"] == parent
+    assert runtime.deferred_keys() == {}
+    assert runtime.redecide(costly, T0) == [], "decided once: nothing changed since"
 
 
 def _costly_batch(costly: list[str], light: list[str]) -> list[InputRecord]:
