@@ -29,12 +29,12 @@ from aiokafka import AIOKafkaConsumer
 from advisors.common import AdvisorConfig, serve
 from advisors.cpu_priority import CpuTable, follow_cluster_status, score_by_cpu
 from advisors.veto import accept, parse_target
+from cli.apply.command import ApplyRequest, plan, publish
 from deployers.decision_files import DeployerConfig, deploy
 from deployers.kafka_logs import TransientKafkaErrors
 from localbroker.commands import DEMO_DIR_NAME
 from localbroker.fetch import default_cache_root
 from localbroker.testing import BrokerUnavailable, external_bootstrap, session_broker
-from streams.apply.command import ApplyRequest, plan, publish
 from streams.errors import ServiceError
 from streams.service import Processor
 from streams.settings import Settings, load_settings
