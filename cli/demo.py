@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,8 @@ from topics.names import TOPIC_SPECS, TopicRole
 
 __all__ = ["DEMO_FILES", "describe", "main", "run_demo"]
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
-"""Package data, so an installed package has them too; a checkout's `examples/` links here."""
+EXAMPLES = Path(str(files("streams") / "examples"))
+"""The service's package data, so an installed package has them too; a checkout's `examples/` links there."""
 DEMO_FILES = ("clusters.yaml", "placement.yaml", "placementrule.yaml", "pods.yaml")
 """Applied in this order: inventory before what is placed on it."""
 DEMO_SECONDS = 35.0
