@@ -31,6 +31,7 @@ from advisors.common import AdvisorConfig, serve
 from advisors.cpu_priority import CpuTable, follow_cluster_status, score_by_cpu
 from advisors.veto import accept, parse_target
 from cli.apply.command import ApplyRequest, plan, publish
+from connection.errors import ConnectionSetupError
 from deployers.decision_files import DeployerConfig, deploy
 from deployers.kafka_logs import TransientKafkaErrors
 from localbroker.commands import DEMO_DIR_NAME
@@ -271,7 +272,7 @@ def main(*, keep_running: bool = False, deployed: Path | None = None) -> int:
         return asyncio.run(_until_signal(keep_running, deployed or DEPLOYED))
     except (KeyboardInterrupt, asyncio.CancelledError):
         return 130
-    except (ServiceError, BrokerUnavailable, OSError) as exc:
+    except (ServiceError, ConnectionSetupError, BrokerUnavailable, OSError) as exc:
         print(f"demo stopped: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # any other failure: one line, the broker already stopped by the context managers
