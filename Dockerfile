@@ -10,7 +10,9 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY topics ./topics
 COPY engine ./engine
+COPY connection ./connection
 COPY streams ./streams
+COPY cli ./cli
 COPY localbroker ./localbroker
 COPY advisors ./advisors
 COPY deployers ./deployers

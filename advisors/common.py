@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
-from streams.errors import SettingsError
-from streams.kafka.access import describe_failure, probe_connection
-from streams.kafka.security import CredentialsError, connection_options
-from streams.settings import KafkaSettings, load_settings
+from connection.errors import CredentialsError, SettingsError
+from connection.failures import describe_failure, probe_connection
+from connection.security import connection_options
+from connection.settings import KafkaSettings, load_kafka_settings
 from topics.codec import decode_event, encode_event
 from topics.errors import ContractError
 from topics.k8s import ObjectReference
@@ -110,7 +110,7 @@ def start_from_args(args: argparse.Namespace) -> AdvisorConfig:
     """Logging set up and the connection settings of `base_parser` options: the shared start of every `main`."""
     configure_logging(args.log_level)
     try:
-        security = load_settings().kafka
+        security = load_kafka_settings()
     except SettingsError as exc:
         raise SystemExit(f"advisor {args.name}: {exc}") from None
     return AdvisorConfig(
@@ -248,7 +248,7 @@ def run_main(main: Callable[[asyncio.Event], Awaitable[None]]) -> int:
         asyncio.run(runner())
     except (KafkaError, CredentialsError) as exc:
         try:
-            security = load_settings().kafka  # as start_from_args read it, to name the principal
+            security = load_kafka_settings()  # as start_from_args read it, to name the principal
         except SettingsError:
             security = KafkaSettings()
         cause = exc

@@ -14,8 +14,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from connection.security import connection_options
 from localbroker.testing import session_broker
-from streams.kafka.security import connection_options
 from streams.settings import load_settings
 
 __all__ = [

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connection.settings import KafkaSettings
 from deployers.directory import DecisionDirectory
 from deployers.follow import KafkaSource, add_kafka_arguments, follow_decisions, run_deployer
 from deployers.state import Change, DecisionTable
-from streams.settings import KafkaSettings
 
 __all__ = ["DeployerConfig", "deploy", "main"]
 

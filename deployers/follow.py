@@ -22,11 +22,11 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from connection.errors import CredentialsError, SettingsError
+from connection.security import connection_options
+from connection.settings import KafkaSettings, load_kafka_settings
 from deployers.kafka_logs import TransientKafkaErrors
 from deployers.state import Change, DecisionTable
-from streams.errors import SettingsError
-from streams.kafka.security import CredentialsError, connection_options
-from streams.settings import KafkaSettings, load_settings
 from topics.names import TOPIC_SPECS, TopicRole
 
 __all__ = ["LOW_LATENCY", "DecisionSink", "KafkaSource", "add_kafka_arguments", "follow_decisions", "run_deployer"]
@@ -137,7 +137,7 @@ def run_deployer(
         handler.addFilter(TransientKafkaErrors())
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
-        security = load_settings().kafka
+        security = load_kafka_settings()
     except SettingsError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from localbroker.fetch import default_cache_root
 __all__ = ["DEMO_DIR_NAME", "add_commands", "default_data_dir", "known_data_dirs"]
 
 DEMO_DIR_NAME = "demo-broker"
-"""The demo's broker data dir inside the cache (see streams/demo.py)."""
+"""The demo's broker data dir inside the cache (see cli/demo.py)."""
 
 _EPILOG = """\
 The broker is a single-node KRaft Apache Kafka run from the Maven-resolved classpath in the cache

@@ -1,4 +1,4 @@
-"""`python -m streams` is the `placement-stream` command."""
+"""`python -m streams` runs the service's own commands (streams/cli.py); `placement-stream` adds the client tools."""
 
 import sys
 

@@ -1,5 +1,8 @@
-"""`placement-stream` command line: run, replay, explain, schemas, check-config, broker, manifests, watch,
-repartition, demo."""
+"""The service's commands: run, replay, schemas, check-config, manifests, repartition.
+
+`placement-stream` (cli/main.py) adds the client tools to them; `python -m streams` runs these alone, so the
+service never imports the tools.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +12,47 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from localbroker.commands import add_commands as add_broker_commands
+from connection.errors import ConnectionSetupError
 from streams.errors import ServiceError
 from streams.version import VERSION
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "add_commands", "input_lines", "main", "new_parser", "run_command"]
+
+Command = Callable[[argparse.Namespace], int]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="placement-stream", description=__doc__)
+def new_parser(description: str | None) -> tuple[argparse.ArgumentParser, Any]:
+    """The `placement-stream` parser with `--version`, and its subcommands' action."""
+    parser = argparse.ArgumentParser(prog="placement-stream", description=description)
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    return parser, parser.add_subparsers(dest="command", required=True)
 
+
+def run_command(parser: argparse.ArgumentParser, commands: Mapping[str, Command], argv: list[str] | None) -> int:
+    """Parse `argv` and run its command; an error of the service or of its connection is one line, exit 1."""
+    args = parser.parse_args(argv)
+    try:
+        return int(commands[args.command](args))
+    except (ServiceError, ConnectionSetupError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m streams`: the service's commands alone."""
+    parser, sub = new_parser(__doc__)
+    add_commands(sub)
+    return run_command(parser, COMMANDS, argv)
+
+
+def add_commands(sub: Any) -> None:
+    """Add the service's subcommands to a parser's subcommands action."""
     run = sub.add_parser("run", help="run the processor against Kafka (settings from PLACEMENT_* env and .env)")
     run.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
     run.add_argument("--queue-config", type=Path, help="overrides PLACEMENT_QUEUE_CONFIG")
@@ -48,22 +74,6 @@ def _parser() -> argparse.ArgumentParser:
         "--keep-going", action="store_true", help="exit 0 even when lines were dead-lettered or could not be replayed"
     )
 
-    explain = sub.add_parser(
-        "explain", help="how one subject was decided: after replaying FILE, or from a running processor (--url)"
-    )
-    source = explain.add_mutually_exclusive_group(required=True)
-    source.add_argument("file", nargs="?", help="a replay input (JSONL, or - for stdin)")
-    source.add_argument("--url", help="a running processor's HTTP address, e.g. http://localhost:8080")
-    explain.add_argument(
-        "--placement",
-        "--subject",
-        dest="placement",
-        required=True,
-        metavar="KEY",
-        help="NS/NAME of a placement, or a subject key (Placement/NS/NAME, PlacementRule/NS/NAME, Application/P)",
-    )
-    explain.add_argument("--queue-config", type=Path)
-
     schemas = sub.add_parser(
         "schemas", help="write the JSON Schema of every event type: the CloudEvents envelope with its data"
     )
@@ -74,31 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("file", type=Path)
 
-    broker = sub.add_parser(
-        "broker",
-        help="local Apache Kafka for development: fetch | start | stop | status",
-        description="A local single-node Apache Kafka broker without Docker (plaintext, or --secure).",
-    )
-    add_broker_commands(broker)
-
-    from streams.apply.arguments import add_arguments as add_apply_arguments
-
-    for verb, text in (
-        ("apply", "publish Kubernetes YAML/JSON documents as the contract's events (like kubectl apply -f)"),
-        ("delete", "publish the deletion of the objects the documents name (like kubectl delete -f)"),
-    ):
-        add_apply_arguments(sub.add_parser(verb, help=text, description=text), delete=verb == "delete")
-
     from streams.manifests.arguments import add_arguments as add_manifests_arguments
 
     add_manifests_arguments(
         sub.add_parser("manifests", help="Kubernetes resources for the service: strimzi (KafkaTopic, KafkaUser)")
     )
-
-    from streams.watch.command import add_arguments as add_watch_arguments
-
-    text = "publish a Kubernetes API server's OCM objects as apply -f would, continuously (list, then watch)"
-    add_watch_arguments(sub.add_parser("watch", help=text, description=text))
 
     repartition = sub.add_parser(
         "repartition",
@@ -110,22 +100,6 @@ def _parser() -> argparse.ArgumentParser:
     repartition.add_argument("--partitions", type=int, required=True, help="the new partition count")
     repartition.add_argument("--suffix", help="appended to each co-partitioned topic's name (default: -p<N>)")
     repartition.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
-
-    demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
-    demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
-    demo.add_argument("--deployed-dir", type=Path, help="where the example deployer writes (.cache/demo-deployed)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script."""
-    args = _parser().parse_args(argv)
-    try:
-        handler = _COMMANDS[args.command]
-        return int(handler(args))
-    except ServiceError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
 
 
 # --- commands -------------------------------------------------------------------------------------
@@ -176,7 +150,8 @@ async def _serve(processor: Any, shutdown_timeout: float) -> int:
 
 
 @contextlib.contextmanager
-def _lines(name: str) -> Iterator[Any]:
+def input_lines(name: str) -> Iterator[Any]:
+    """A replay input: the file, or for `-` stdin read a line at a time (a pipe is replayed as it comes)."""
     if name == "-":
         yield iter(sys.stdin.buffer.readline, b"")
     else:
@@ -198,69 +173,12 @@ def _replay(args: argparse.Namespace) -> int:
         show=None if args.all else PEOPLE_ROLES,
         on_dead_letter=lambda text: print(text, file=sys.stderr, flush=True),
     )
-    with _lines(args.file) as lines:
+    with input_lines(args.file) as lines:
         bad = replayer.run(lines)
     if bad or replayer.dead_letters:
         print(f"{bad} line(s) could not be replayed, {replayer.dead_letters} record(s) dead-lettered", file=sys.stderr)
         return 0 if args.keep_going else 1
     return 0
-
-
-def _explain(args: argparse.Namespace) -> int:
-    from engine.errors import RoutingError
-    from engine.runtime.routing import explain_key
-
-    try:
-        key = explain_key(args.placement)
-    except RoutingError as exc:  # a usage error, like argparse's own
-        print(f"placement-stream explain: {exc}", file=sys.stderr)
-        return 2
-    report = _explain_remote(args.url, key) if args.url else _explain_replayed(args, key)
-    if report is None:
-        where = args.url or args.file
-        print(f"{key} is not known to {where}", file=sys.stderr)
-        return 1
-    sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    return 0
-
-
-def _explain_replayed(args: argparse.Namespace, key: str) -> dict[str, Any] | None:
-    from streams.replay import Replayer
-    from streams.settings import load_settings
-
-    with open(os.devnull, "wb") as discard, _lines(args.file) as lines:  # only the state afterwards matters
-        replayer = Replayer(load_settings(explain=[key]), discard, queue_config=args.queue_config)
-        replayer.run(lines)
-    return replayer.runtime.explain(key, replayer.now)
-
-
-def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
-    """The processor that owns the placement answers; another instance answers 404."""
-    from urllib.parse import quote
-
-    from streams.http import http_get
-    from streams.settings import load_settings
-
-    bearer = load_settings().explain_bearer()  # PLACEMENT_EXPLAIN_TOKEN(_FILE), as the processor reads it
-    try:
-        status, body = http_get(f"{url.rstrip('/')}/explain/{quote(key, safe='')}", timeout=10, bearer=bearer)
-    except OSError as exc:
-        raise ServiceError(f"{url}: {getattr(exc, 'reason', exc)}") from exc
-    if status == 404:
-        return None
-    if status != 200:
-        raise ServiceError(f"{url}: HTTP {status}{_error_of(body)}")
-    loaded: dict[str, Any] = orjson.loads(body)
-    return loaded
-
-
-def _error_of(body: bytes) -> str:
-    """`: <message>` from a JSON error body, so the server's reason reaches the user; empty otherwise."""
-    try:
-        message = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        return ""
-    return f": {message}" if isinstance(message, str) else ""
 
 
 def _schemas(args: argparse.Namespace) -> int:
@@ -283,35 +201,10 @@ def _check_config(args: argparse.Namespace) -> int:
     return check_config(args.file)
 
 
-def _broker(args: argparse.Namespace) -> int:
-    from localbroker.cli import run_command
-
-    return run_command(args)
-
-
-def _apply(args: argparse.Namespace) -> int:
-    from streams.apply.command import main_from_args
-
-    return main_from_args(args, delete=args.command == "delete")
-
-
 def _manifests(args: argparse.Namespace) -> int:
     from streams.manifests.command import main_from_args
 
     return main_from_args(args)
-
-
-def _watch(args: argparse.Namespace) -> int:
-    from streams.logs import configure_logging
-    from streams.settings import load_settings
-    from streams.watch.command import run_watch
-
-    overrides: dict[str, Any] = {}
-    if args.bootstrap_servers:
-        overrides["kafka"] = {"bootstrap_servers": args.bootstrap_servers}
-    settings = load_settings(**overrides)
-    configure_logging(settings.log_level)
-    return run_watch(args, settings)
 
 
 def _repartition(args: argparse.Namespace) -> int:
@@ -333,23 +226,11 @@ def _repartition(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from streams.demo import main as demo_main
-
-    return demo_main(keep_running=args.keep_running, deployed=args.deployed_dir)
-
-
-_COMMANDS = {
+COMMANDS: dict[str, Command] = {
     "run": _run,
     "replay": _replay,
-    "explain": _explain,
     "schemas": _schemas,
     "check-config": _check_config,
     "repartition": _repartition,
-    "broker": _broker,
-    "apply": _apply,
-    "delete": _apply,
     "manifests": _manifests,
-    "watch": _watch,
-    "demo": _demo,
 }

@@ -1,7 +1,9 @@
-"""Errors of the service shell, under one root."""
+"""Errors of the service shell, under one root; a bad setting is connection/'s `SettingsError`, which every
+program reading the settings shares."""
 
 from __future__ import annotations
 
+from connection.errors import SettingsError
 from topics.errors import PlacementStreamError
 
 __all__ = ["PoisonRecordError", "ServiceError", "SettingsError", "TopicRefusal", "TopicSetupError"]
@@ -9,10 +11,6 @@ __all__ = ["PoisonRecordError", "ServiceError", "SettingsError", "TopicRefusal",
 
 class ServiceError(PlacementStreamError):
     """Root of every error raised by the service shell."""
-
-
-class SettingsError(ServiceError):
-    """A setting is missing or invalid; the message names its source, the field and the problem."""
 
 
 class TopicSetupError(ServiceError):

@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("topics", "engine", "streams", "localbroker", "localkube", "advisors", "deployers", "benchmarks")
+PACKAGES = (
+    "topics",
+    "engine",
+    "connection",
+    "streams",
+    "cli",
+    "localbroker",
+    "localkube",
+    "advisors",
+    "deployers",
+    "benchmarks",
+)
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 
 

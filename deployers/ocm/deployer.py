@@ -22,12 +22,12 @@ from typing import Any
 import httpx2
 from lightkube import ApiError, AsyncClient
 
+from connection.errors import KubeConfigError
+from connection.kubernetes import kube_config
 from deployers.follow import KafkaSource, add_kafka_arguments, follow_decisions, run_deployer
 from deployers.ocm.decision import PLACEMENT_LABEL, ocm_document
 from deployers.ocm.writer import DECISION, PlacementWriter
 from deployers.state import Change, DecisionTable
-from streams.errors import ServiceError
-from streams.watch.command import kube_config
 
 __all__ = ["OcmDeployer", "deploy_ocm", "main"]
 
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = kube_config(args.kubeconfig, args.context)
-    except ServiceError as exc:
+    except KubeConfigError as exc:
         print(f"deployer: {exc}", file=sys.stderr)
         return 2
 

@@ -17,9 +17,9 @@ from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
+from connection.kubernetes import handed_over
 from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS, pages_of
 from deployers.ocm.plan import CurrentPage, Step, StepKind, plan_pages
-from streams.watch.kinds import handed_over
 
 __all__ = ["CONFLICT_ATTEMPTS", "DECISION", "PLACEMENT", "VERSION", "PlacementWriter", "owned_pages", "status_code"]
 

@@ -4,36 +4,25 @@ A missing ACL surfaces in aiokafka as an error deep inside a client (a transacti
 a consumer that cannot join), often retried and logged at every attempt. The processor instead asks the broker
 up front which operations it may perform on its topics and group (the Metadata and DescribeGroups requests
 report them), and turns what is missing into one message naming the resource, the operation and the principal.
-Authentication and TLS failures are recognised the same way, from a single probe connection.
+Authentication and TLS failures are recognised the same way, from a single probe connection
+(connection/failures.py); the requests that report the operations are in connection/protocol.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.conn import create_conn
-from aiokafka.errors import (
-    AuthenticationFailedError,
-    ClusterAuthorizationFailedError,
-    GroupAuthorizationFailedError,
-    IllegalSaslStateError,
-    KafkaError,
-    SaslAuthenticationFailed,
-    TopicAuthorizationFailedError,
-    TransactionalIdAuthorizationFailed,
-    UnsupportedSaslMechanismError,
-)
-from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.types import Array, Boolean, Bytes, Int16, Int32, Schema, String
+from aiokafka.errors import GroupAuthorizationFailedError, KafkaError, TransactionalIdAuthorizationFailed
 
+from connection.failures import describe_failure, principal_of, probe_connection, transactional_id_prefix
+from connection.protocol import group_operations, topic_operations
+from connection.security import connection_options
 from streams.errors import ServiceError
-from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings, Settings
 from topics.names import TopicRole
 
@@ -99,23 +88,6 @@ class AccessDeniedError(ServiceError):
     """The broker refuses an operation this process needs; the message says what to grant to whom."""
 
 
-def transactional_id_prefix(group_id: str) -> str:
-    """The prefix of every task producer's transactional id (see streams/kafka/tasks.py)."""
-    return f"{group_id}-tasks-"
-
-
-def principal_of(kafka: KafkaSettings) -> str:
-    """The principal the broker most likely sees, for messages; a TLS certificate's is the broker's mapping of its
-    distinguished name, unknown here."""
-    if kafka.security_protocol.startswith("SASL_") and kafka.sasl_mechanism != "OAUTHBEARER" and kafka.sasl_username:
-        return f"User:{kafka.sasl_username}"
-    if kafka.ssl_cert_file is not None:
-        return "the principal of the client certificate"
-    if kafka.security_protocol.startswith("SASL_"):
-        return "the principal of the OAUTHBEARER token"
-    return "User:ANONYMOUS"
-
-
 def processor_grants(settings: Settings, *, creates_topics: bool = False) -> list[Grant]:
     """Exactly what the processor needs: read its inputs and tables, write its outputs, its group, its tasks'
     transactional ids; create on topics only when it is the one that creates them."""
@@ -160,120 +132,6 @@ def denied_message(kafka: KafkaSettings, missing: Sequence[Grant], why: str = ""
     return f"Kafka denies {principal_of(kafka)} access{reason}: grant {grants}"
 
 
-# --- which operations the broker allows ----------------------------------------------------------------------
-class _MetadataResponseV8(Response):  # type: ignore[misc]
-    API_KEY = 3
-    API_VERSION = 8
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        ("brokers", Array(("node_id", Int32), ("host", String("utf-8")), ("port", Int32), ("rack", String("utf-8")))),
-        ("cluster_id", String("utf-8")),
-        ("controller_id", Int32),
-        (
-            "topics",
-            Array(
-                ("error_code", Int16),
-                ("topic", String("utf-8")),
-                ("is_internal", Boolean),
-                (
-                    "partitions",
-                    Array(
-                        ("error_code", Int16),
-                        ("partition", Int32),
-                        ("leader", Int32),
-                        ("leader_epoch", Int32),
-                        ("replicas", Array(Int32)),
-                        ("isr", Array(Int32)),
-                        ("offline_replicas", Array(Int32)),
-                    ),
-                ),
-                ("topic_authorized_operations", Int32),
-            ),
-        ),
-        ("cluster_authorized_operations", Int32),
-    )
-
-
-class _MetadataRequestV8(RequestStruct):  # type: ignore[misc]
-    API_KEY = 3
-    API_VERSION = 8
-    RESPONSE_TYPE = _MetadataResponseV8
-    SCHEMA = Schema(
-        ("topics", Array(String("utf-8"))),
-        ("allow_auto_topic_creation", Boolean),
-        ("include_cluster_authorized_operations", Boolean),
-        ("include_topic_authorized_operations", Boolean),
-    )
-
-
-class _AuthorizedOperationsRequest(Request[_MetadataRequestV8]):  # type: ignore[misc]
-    """Topic metadata with the operations the caller may perform on each topic (Metadata v8, Kafka 2.3+)."""
-
-    API_KEY = 3
-
-    def __init__(self, topics: list[str]) -> None:
-        self._topics = topics
-
-    def build(self, request_struct_class: type[_MetadataRequestV8]) -> _MetadataRequestV8:
-        return request_struct_class(self._topics, False, False, True)
-
-
-class _DescribeGroupsResponseV3(Response):  # type: ignore[misc]
-    API_KEY = 15
-    API_VERSION = 3
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        (
-            "groups",
-            Array(
-                ("error_code", Int16),
-                ("group", String("utf-8")),
-                ("state", String("utf-8")),
-                ("protocol_type", String("utf-8")),
-                ("protocol", String("utf-8")),
-                (
-                    "members",
-                    Array(
-                        ("member_id", String("utf-8")),
-                        ("client_id", String("utf-8")),
-                        ("client_host", String("utf-8")),
-                        ("member_metadata", Bytes),
-                        ("member_assignment", Bytes),
-                    ),
-                ),
-                ("authorized_operations", Int32),
-            ),
-        ),
-    )
-
-
-class _DescribeGroupsRequestV3(RequestStruct):  # type: ignore[misc]
-    API_KEY = 15
-    API_VERSION = 3
-    RESPONSE_TYPE = _DescribeGroupsResponseV3
-    SCHEMA = Schema(("groups", Array(String("utf-8"))), ("include_authorized_operations", Boolean))
-
-
-class _GroupOperationsRequest(Request[_DescribeGroupsRequestV3]):  # type: ignore[misc]
-    """A group's description with the operations the caller may perform on it (aiokafka parses the v3 answer
-    with the v2 layout, which drops them)."""
-
-    API_KEY = 15
-
-    def __init__(self, group: str) -> None:
-        self._group = group
-
-    def build(self, request_struct_class: type[_DescribeGroupsRequestV3]) -> _DescribeGroupsRequestV3:
-        return request_struct_class([self._group], True)
-
-
-async def topic_operations(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, tuple[int, int]]:
-    """Per topic: the error code (0, 3 for a topic that does not exist, 29 when even describing it is denied) and
-    the operations this client may perform. Never creates a topic, whatever the broker's auto-creation setting."""
-    response: Any = await admin._send_request(_AuthorizedOperationsRequest(names))  # aiokafka has no public form
-    return {topic: (error_code, operations) for error_code, topic, _, _, operations in response.topics}
-
-
 async def missing_topic_grants(
     admin: AIOKafkaAdminClient, settings: Settings, grants: Iterable[Grant]
 ) -> tuple[list[Grant], set[str]]:
@@ -313,8 +171,7 @@ async def missing_group_grants(admin: AIOKafkaAdminClient, group: str) -> list[G
             await asyncio.sleep(0.2)
     else:
         return []  # no coordinator yet: the consumer reports a refusal when it joins
-    response: Any = await admin._send_request(_GroupOperationsRequest(group), coordinator)
-    for error_code, _name, _state, _type, _protocol, _members, operations in response.groups:
+    for error_code, operations in await group_operations(admin, group, coordinator):
         if error_code == _GROUP_AUTHORIZATION_FAILED:
             return [Grant("Group", group, "Read")]
         if operations >= 0 and not operations & (1 << OPERATION_CODES["Read"]):  # negative: not reported
@@ -336,55 +193,3 @@ async def missing_transactional_grants(kafka: KafkaSettings) -> list[Grant]:
     finally:
         await producer.stop()
     return []
-
-
-# --- classifying failures ----------------------------------------------------------------------------------
-def describe_failure(exc: BaseException, kafka: KafkaSettings, resource: str = "") -> str | None:
-    """One clear sentence for an authentication, TLS or authorization failure; None for anything else (a broker
-    that is away, a timeout), which is retried as before."""
-    who = principal_of(kafka)
-    on = f" on {resource}" if resource else ""
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return (
-            f"TLS: the broker's certificate is not trusted ({exc.verify_message}); set ssl_ca_file to the CA that "
-            "signed it"
-        )
-    if isinstance(exc, ssl.SSLError):
-        return f"TLS handshake with the broker failed ({exc.reason or exc.__class__.__name__}); check ssl_* settings"
-    if isinstance(exc, SaslAuthenticationFailed | AuthenticationFailedError | IllegalSaslStateError):
-        return (
-            f"SASL {kafka.sasl_mechanism} authentication of {who} failed: wrong username or password (or token), "
-            "or the user does not exist on the broker"
-        )
-    if isinstance(exc, UnsupportedSaslMechanismError):
-        return f"the broker does not enable SASL mechanism {kafka.sasl_mechanism} on this listener"
-    if isinstance(exc, TopicAuthorizationFailedError):
-        return f"Kafka denies {who} a topic operation{on}: grant Read or Write on the topic (see docs/security.md)"
-    if isinstance(exc, GroupAuthorizationFailedError):
-        return f"Kafka denies {who} the consumer group {kafka.group_id}: grant Read on Group {kafka.group_id}"
-    if isinstance(exc, TransactionalIdAuthorizationFailed):
-        prefix = transactional_id_prefix(kafka.group_id)
-        return f"Kafka denies {who} its transactions: grant Write on TransactionalId prefix {prefix}"
-    if isinstance(exc, ClusterAuthorizationFailedError):
-        return f"Kafka denies {who} a cluster operation{on}: grant IdempotentWrite on Cluster (brokers before 2.8)"
-    return None
-
-
-async def probe_connection(kafka: KafkaSettings, timeout_ms: int = 10_000) -> BaseException | None:
-    """Open (and close) one connection to the first bootstrap server that accepts TCP, with authentication; the
-    error it raised or None. aiokafka's own bootstrap reports such failures only as "Unable to bootstrap"."""
-    options = connection_options(kafka)
-    options.pop("bootstrap_servers")
-    failure: BaseException | None = None
-    for address in kafka.bootstrap_servers.split(","):
-        host, _, port = address.strip().rpartition(":")
-        try:
-            conn = await create_conn(host.strip("[]"), int(port), request_timeout_ms=timeout_ms, **options)
-        except (OSError, KafkaError, TimeoutError) as exc:
-            failure = exc.__cause__ if isinstance(exc.__cause__, ssl.SSLError) else exc
-            if describe_failure(failure, kafka) is not None:
-                return failure  # authentication and TLS fail the same way on every broker
-            continue
-        conn.close()
-        return None
-    return failure

@@ -1,5 +1,5 @@
 """Construction of the processor's Kafka clients, in one place so every client gets the same connection settings
-(bootstrap servers, TLS, SASL: see streams/kafka/security.py)."""
+(bootstrap servers, TLS, SASL: see connection/security.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
-from streams.kafka.security import connection_options
+from connection.security import connection_options
 from streams.settings import KafkaSettings
 
 __all__ = ["Records", "admin_client", "group_consumer", "loose_producer"]

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from connection.protocol import committed_offsets
+
 __all__ = [
     "GROUP_METADATA",
     "WRITER_HEADER",
@@ -85,7 +87,7 @@ async def fetch_committed(
 ) -> dict[TopicPartition, Committed]:
     """The group's committed offsets of `partitions` with their metadata, in one request (absent: none committed).
     `AIOKafkaConsumer.committed` drops the metadata, so its coordinator is asked directly."""
-    fetched = await consumer._coordinator.fetch_committed_offsets(list(partitions))
+    fetched = await committed_offsets(consumer, partitions)
     return {
         tp: Committed(int(meta.offset), str(meta.metadata or "")) for tp, meta in fetched.items() if meta.offset >= 0
     }

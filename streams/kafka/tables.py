@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable, Sequence
 import orjson
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from connection.security import connection_options
 from engine.errors import InvalidStateError
 from streams.kafka.group_offsets import written_by_this_version
-from streams.kafka.security import connection_options
 from streams.kafka.task_offsets import TaskOffsetsError, decode_task_offsets, is_task_offsets_key
 from streams.settings import KafkaSettings
 

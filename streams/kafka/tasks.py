@@ -16,10 +16,10 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.message_accumulator import BatchBuilder
 
+from connection.security import connection_options
 from engine.runtime import OutputRecord
 from engine.runtime.records import Header
 from streams.errors import ServiceError
-from streams.kafka.security import connection_options
 from streams.settings import KafkaSettings
 from topics.names import LARGE_RECORD_BYTES, TopicRole
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from streams.watch.kinds import watched_kinds
+from cli.watch.kinds import watched_kinds
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac"
 

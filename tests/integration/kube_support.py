@@ -12,8 +12,9 @@ from kafka_support import KafkaWorld
 from lightkube import AsyncClient, KubeConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
-from streams.watch.command import WatchOptions, kube_config, watch_forever
-from streams.watch.kinds import HANDOVER_ANNOTATION, OCM_KINDS
+from cli.watch.command import WatchOptions, watch_forever
+from cli.watch.kinds import HANDOVER_ANNOTATION, OCM_KINDS
+from connection.kubernetes import kube_config
 
 OCM = "cluster.open-cluster-management.io"
 RESOURCES: dict[str, Any] = {

@@ -26,7 +26,7 @@ TIME = "2026-11-23T10:00:00Z"
 def cli(world: KafkaWorld, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **world.env()}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    command = [sys.executable, "-m", "streams", *args, "--time", TIME]
+    command = [sys.executable, "-m", "cli", *args, "--time", TIME]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 

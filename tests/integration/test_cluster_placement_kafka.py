@@ -16,8 +16,8 @@ import orjson
 import pytest
 from kafka_support import KafkaWorld, Record, event, http_get, running, wait_for
 
+from cli.main import main as cli_main
 from engine.cluster import ClusterPlacementEngine
-from streams.cli import main as cli_main
 from streams.kafka.admin import create_topics
 from streams.kafka.tasks import partition_of
 from streams.service import Processor

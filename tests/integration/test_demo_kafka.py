@@ -35,7 +35,7 @@ def test_the_demo_goes_from_yaml_to_deployed_files_and_stops_cleanly_on_a_signal
     seen: list[str] = []
     lines: queue.Queue[str] = queue.Queue()
     with subprocess.Popen(
-        [sys.executable, "-m", "streams", "demo", "--deployed-dir", str(deployed)],
+        [sys.executable, "-m", "cli", "demo", "--deployed-dir", str(deployed)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

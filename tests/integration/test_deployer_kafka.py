@@ -20,8 +20,8 @@ import pytest
 import yaml
 from kafka_support import KafkaWorld, Record, running
 
+from cli.apply.command import ApplyRequest, plan, publish
 from deployers.decision_files import DeployerConfig, deploy
-from streams.apply.command import ApplyRequest, plan, publish
 from streams.settings import Settings
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import NewTopic
 from kafka_support import admin_client
 
+from connection.failures import probe_connection
 from localbroker import LocalBroker, ensure_kafka_libs
 from localbroker.procs import port_is_free
-from streams.kafka.access import probe_connection
 from streams.settings import KafkaSettings
 
 pytestmark = pytest.mark.integration
@@ -211,9 +211,7 @@ async def test_start_right_after_the_broker_was_killed_reuses_its_ports(tmp_path
     ],
 )
 def test_broker_subcommands_have_real_help(command: list[str], says: list[str]) -> None:
-    shown = subprocess.run(
-        [sys.executable, "-m", "streams", *command], capture_output=True, text=True, check=True
-    ).stdout
+    shown = subprocess.run([sys.executable, "-m", "cli", *command], capture_output=True, text=True, check=True).stdout
     assert all(text in shown for text in says), shown
     assert "args" not in shown.split()
 
@@ -221,7 +219,7 @@ def test_broker_subcommands_have_real_help(command: list[str], says: list[str]) 
 def _cli(cache: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLACEMENT_CACHE_DIR": str(cache), "KAFKA_LIBS": str(ensure_kafka_libs())}
     return subprocess.run(
-        [sys.executable, "-m", "streams", "broker", *arguments],
+        [sys.executable, "-m", "cli", "broker", *arguments],
         capture_output=True,
         text=True,
         env=env,

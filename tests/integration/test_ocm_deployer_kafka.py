@@ -26,10 +26,11 @@ from kafka_support import KafkaWorld, Record, running
 from kube_support import create, delete, kube_client, managed_cluster, replace, watching
 from lightkube import ApiError, AsyncClient
 
+from cli.watch.command import WatchOptions, watch_forever
+from cli.watch.kinds import HANDOVER_ANNOTATION
+from connection.kubernetes import kube_config
 from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS
 from deployers.ocm.writer import DECISION, PLACEMENT, VERSION
-from streams.watch.command import WatchOptions, kube_config, watch_forever
-from streams.watch.kinds import HANDOVER_ANNOTATION
 
 pytestmark = pytest.mark.integration
 

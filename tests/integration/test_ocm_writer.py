@@ -11,9 +11,9 @@ import pytest
 from kube_support import create, delete, kube_client
 from lightkube import AsyncClient
 
+from cli.watch.kinds import HANDOVER_ANNOTATION
 from deployers.ocm.decision import PLACEMENT_LABEL
 from deployers.ocm.writer import DECISION, PLACEMENT, VERSION, PlacementWriter
-from streams.watch.kinds import HANDOVER_ANNOTATION
 
 pytestmark = pytest.mark.integration
 

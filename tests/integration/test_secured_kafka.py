@@ -26,6 +26,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from kafka_support import EXAMPLES, Record, free_port, http_get, values
 
+from connection.security import connection_options
 from localbroker import LocalBroker
 from localbroker.acls import grant
 from localbroker.secure import make_ca
@@ -34,7 +35,6 @@ from streams.http import http_get as blocking_get
 from streams.kafka.access import Grant, advisor_grants, deployer_grants, processor_grants, submitter_grants
 from streams.kafka.admin import ensure_topics, missing_access
 from streams.kafka.clients import admin_client
-from streams.kafka.security import connection_options
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings, TopicNames
 from topics.names import TopicRole

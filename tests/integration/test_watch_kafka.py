@@ -22,9 +22,9 @@ from kafka_support import EXAMPLES, KafkaWorld
 from kube_support import create, delete, kube_client, managed_cluster, placement, replace, watching
 from lightkube.generic_resource import create_namespaced_resource
 
+from cli.apply.command import prepare_topics
 from localkube import LocalKube
 from localkube.crds import install_crds
-from streams.apply.command import prepare_topics
 from topics.names import TopicRole
 
 pytestmark = pytest.mark.integration
@@ -126,7 +126,7 @@ async def settled(state: Path, mark: str, count: int, timeout: float = 30.0) -> 
 def start_cli(world: KafkaWorld, kubeconfig: Path, state: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, **world.env()}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    command = [sys.executable, "-m", "streams", "watch", "--kubeconfig", str(kubeconfig), "--state-file", str(state)]
+    command = [sys.executable, "-m", "cli", "watch", "--kubeconfig", str(kubeconfig), "--state-file", str(state)]
     with log.open("ab") as output:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
 

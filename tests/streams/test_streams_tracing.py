@@ -48,7 +48,7 @@ def test_tracing_is_configured_by_the_environment(environ: dict[str, str], confi
 
 
 def test_the_service_does_not_import_opentelemetry_unless_configured() -> None:
-    code = "import sys, streams.service, streams.cli; print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    code = "import sys, streams.service, cli.main; print(any(m.startswith('opentelemetry') for m in sys.modules))"
     environ = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=environ)
     assert out.stdout.strip() == "False"

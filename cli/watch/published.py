@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from streams.apply.convert import Outgoing
+from cli.apply.convert import Outgoing
 from streams.errors import ServiceError
 
 __all__ = ["Entry", "Published", "digest_of", "in_doubt"]

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.apply.documents import manifest_files, parse_documents
-from streams.cli import main
+from cli.apply.documents import manifest_files, parse_documents
+from cli.main import main
 from streams.replay import Replayer
 from streams.settings import Settings
 

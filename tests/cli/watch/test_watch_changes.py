@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from streams.watch.changes import change_of_deletion, change_of_object, changes_of_list
-from streams.watch.kinds import HANDOVER_ANNOTATION, OCM_KINDS, POD, WatchedKind
-from streams.watch.published import Published, in_doubt
+from cli.watch.changes import change_of_deletion, change_of_object, changes_of_list
+from cli.watch.kinds import HANDOVER_ANNOTATION, OCM_KINDS, POD, WatchedKind
+from cli.watch.published import Published, in_doubt
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 KINDS = {kind.kind: kind for kind in OCM_KINDS}

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from streams.cli import main
+from cli.main import main
 from topics.events import EVENT_KINDS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

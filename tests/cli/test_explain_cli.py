@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from streams.cli import main
+from cli.main import main
 from streams.http import HealthServer
 from streams.metrics import Metrics
 from streams.replay import Replayer

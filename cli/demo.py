@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,13 @@ from aiokafka import AIOKafkaConsumer
 from advisors.common import AdvisorConfig, serve
 from advisors.cpu_priority import CpuTable, follow_cluster_status, score_by_cpu
 from advisors.veto import accept, parse_target
+from cli.apply.command import ApplyRequest, plan, publish
+from connection.errors import ConnectionSetupError
 from deployers.decision_files import DeployerConfig, deploy
 from deployers.kafka_logs import TransientKafkaErrors
 from localbroker.commands import DEMO_DIR_NAME
 from localbroker.fetch import default_cache_root
 from localbroker.testing import BrokerUnavailable, external_bootstrap, session_broker
-from streams.apply.command import ApplyRequest, plan, publish
 from streams.errors import ServiceError
 from streams.service import Processor
 from streams.settings import Settings, load_settings
@@ -42,8 +44,8 @@ from topics.names import TOPIC_SPECS, TopicRole
 
 __all__ = ["DEMO_FILES", "describe", "main", "run_demo"]
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
-"""Package data, so an installed package has them too; a checkout's `examples/` links here."""
+EXAMPLES = Path(str(files("streams") / "examples"))
+"""The service's package data, so an installed package has them too; a checkout's `examples/` links there."""
 DEMO_FILES = ("clusters.yaml", "placement.yaml", "placementrule.yaml", "pods.yaml")
 """Applied in this order: inventory before what is placed on it."""
 DEMO_SECONDS = 35.0
@@ -270,7 +272,7 @@ def main(*, keep_running: bool = False, deployed: Path | None = None) -> int:
         return asyncio.run(_until_signal(keep_running, deployed or DEPLOYED))
     except (KeyboardInterrupt, asyncio.CancelledError):
         return 130
-    except (ServiceError, BrokerUnavailable, OSError) as exc:
+    except (ServiceError, ConnectionSetupError, BrokerUnavailable, OSError) as exc:
         print(f"demo stopped: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # any other failure: one line, the broker already stopped by the context managers

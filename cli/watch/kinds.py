@@ -1,22 +1,18 @@
 """The kinds `watch` follows, and which of their objects it takes.
 
-Each is a kind `apply -f` converts (`streams.apply.convert.CONVERTERS`); the API version is the one upstream
+Each is a kind `apply -f` converts (`cli.apply.convert.CONVERTERS`); the API version is the one upstream
 serves. A Placement is taken only when it is handed over to an external scheduler with upstream's annotation,
 so upstream's controller and the processor never both decide it (unless `--all-placements`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from streams.apply.convert import HYBRID, OCM
+from cli.apply.convert import HYBRID, OCM
+from connection.kubernetes import HANDOVER_ANNOTATION, handed_over
 
 __all__ = ["HANDOVER_ANNOTATION", "OCM_KINDS", "PLACEMENT_RULE", "POD", "WatchedKind", "handed_over", "watched_kinds"]
-
-HANDOVER_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
-"""Upstream's placement controller skips a Placement whose annotation says "true"; another scheduler decides it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +46,3 @@ POD = WatchedKind("Pod", "", "v1", "pods", namespaced=True)
 
 def watched_kinds(*, pods: bool) -> tuple[WatchedKind, ...]:
     return (*OCM_KINDS, PLACEMENT_RULE, *((POD,) if pods else ()))
-
-
-def handed_over(body: Mapping[str, Any]) -> bool:
-    """Whether a Placement carries upstream's hand-over annotation set to "true"."""
-    meta = body.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    return isinstance(annotations, Mapping) and annotations.get(HANDOVER_ANNOTATION) == "true"

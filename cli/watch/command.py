@@ -15,18 +15,17 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
-from lightkube import AsyncClient, ConfigError, KubeConfig
+from lightkube import AsyncClient, KubeConfig
 
-from streams.apply.command import prepare_topics, send_record, start_producer
-from streams.apply.convert import Outgoing
-from streams.errors import ServiceError
+from cli.apply.command import prepare_topics, send_record, start_producer
+from cli.apply.convert import Outgoing
+from cli.watch.follow import Follower
+from cli.watch.kinds import HANDOVER_ANNOTATION, watched_kinds
+from cli.watch.published import Published
+from connection.kubernetes import kube_config
 from streams.settings import Settings
-from streams.watch.follow import Follower
-from streams.watch.kinds import HANDOVER_ANNOTATION, watched_kinds
-from streams.watch.published import Published
 from topics.names import TopicRole
 
 __all__ = ["Sender", "WatchOptions", "add_arguments", "kube_config", "run_watch", "watch_forever"]
@@ -60,17 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pods", action="store_true", help="also publish YuniKorn's pods as application submissions")
     parser.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
-
-
-def kube_config(path: Path | None, context: str | None) -> KubeConfig:
-    """The named kubeconfig, else the service account when in a cluster, else $KUBECONFIG or ~/.kube/config."""
-    try:
-        config = KubeConfig.from_file(path) if path is not None else KubeConfig.from_env()
-        if context is not None:
-            config.get(context_name=context)  # fails now, not at the first request
-    except (ConfigError, OSError, yaml.YAMLError) as exc:
-        raise ServiceError(f"kubeconfig{f' {path}' if path else ''}: {exc}") from None
-    return config
 
 
 class Sender:

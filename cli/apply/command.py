@@ -19,7 +19,7 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from streams.apply.convert import (
+from cli.apply.convert import (
     CONVERTERS,
     ApplyContext,
     ConversionError,
@@ -29,11 +29,11 @@ from streams.apply.convert import (
     convert,
     resource_converter,
 )
-from streams.apply.documents import Document, DocumentError, manifest_files, parse_documents
+from cli.apply.documents import Document, DocumentError, manifest_files, parse_documents
+from connection.security import connection_options
 from streams.errors import ServiceError
 from streams.kafka.admin import ensure_topics
 from streams.kafka.clients import admin_client
-from streams.kafka.security import connection_options
 from streams.settings import Settings, load_settings
 from topics.names import TopicRole
 
@@ -233,7 +233,7 @@ def _parse_time(text: str) -> datetime | None:
 
 
 def main_from_args(args: Any, *, delete: bool) -> int:
-    """The `apply` / `delete` command: arguments from `streams.apply.arguments`, output on stdout and stderr."""
+    """The `apply` / `delete` command: arguments from `cli.apply.arguments`, output on stdout and stderr."""
     when = None
     if args.time is not None:
         when = _parse_time(args.time)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from streams.apply.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, convert, resource_converter
+from cli.apply.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, convert, resource_converter
 from topics.names import TopicRole
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)

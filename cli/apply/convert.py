@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from streams.apply.yunikorn import SCHEDULER_NAME, WORKLOAD_TEMPLATES, pod_of, submission_of
+from cli.apply.yunikorn import SCHEDULER_NAME, WORKLOAD_TEMPLATES, pod_of, submission_of
 from topics.codec import decode_event
 from topics.errors import ContractError
 from topics.events import EVENT_KINDS, versioned

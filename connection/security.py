@@ -18,8 +18,8 @@ from typing import Any
 from aiokafka.abc import AbstractTokenProvider
 from aiokafka.helpers import create_ssl_context
 
-from streams.errors import ServiceError
-from streams.settings import KafkaSettings
+from connection.errors import CredentialsError
+from connection.settings import KafkaSettings
 
 __all__ = ["CredentialsError", "TokenProvider", "connection_options", "ssl_context"]
 
@@ -39,11 +39,6 @@ class _SaslRedaction(logging.Filter):
 
 
 logging.getLogger("aiokafka.conn").addFilter(_SaslRedaction())
-
-
-class CredentialsError(ServiceError):
-    """A credential or certificate file named in the settings cannot be read; the message names the setting and
-    the file, never the content."""
 
 
 def _read_secret(path: Path, setting: str) -> str:
