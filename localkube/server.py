@@ -27,7 +27,7 @@ from types import TracebackType
 from localbroker.procs import free_ports, log_tail, process_alive
 from localbroker.secure import issue_certificate, make_ca
 from localkube.build import APISERVER, KINE, ensure_binary
-from localkube.crds import ensure_crds, install_crds, load_crds
+from localkube.crds import SERVED_AT_START, ensure_crds, install_crds, load_crds
 from localkube.errors import KubeServerError
 
 __all__ = ["KubeState", "LocalKube"]
@@ -132,10 +132,12 @@ class LocalKube:
         ]
 
     def start(self) -> Path:
-        """Build or reuse the binaries, start both processes, install OCM's CRDs; the kubeconfig's path."""
+        """Build or reuse the binaries, start both processes, install the CRDs (`SERVED_AT_START`); the kubeconfig's
+        path."""
         if self.running():
             return self.kubeconfig
-        kine, apiserver, crds = ensure_binary(KINE), ensure_binary(APISERVER), ensure_crds()
+        kine, apiserver = ensure_binary(KINE), ensure_binary(APISERVER)
+        crds = [path for source in SERVED_AT_START for path in ensure_crds(source)]
         started = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not (self.pki / "admin.pem").is_file():
