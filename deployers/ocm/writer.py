@@ -1,10 +1,10 @@
 """Writing one Placement's decision into the API server: its pages, then its status.
 
 The pages are those of one PlacementDecision API (`apis.py`): OCM's, or SIG-Multicluster's. Every write is made
-from what was just read: pages are replaced with the resourceVersion read, so a page changed
-meanwhile by someone else is refused (409) and the whole Placement is observed and planned again
-(`plan.plan_pages` reaches the same end from any state). Only what differs is written. A Placement without the
-hand-over annotation is never written, nor are its pages.
+from what was just read: pages are replaced with the resourceVersion read, so a page changed meanwhile by someone
+else is refused (409) and the whole Placement is observed and planned again (`plan.plan_pages` reaches the same
+end from any state). Only what differs is written. A Placement without the hand-over annotation is never written,
+nor are its pages.
 """
 
 from __future__ import annotations
