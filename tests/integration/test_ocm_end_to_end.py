@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 from kafka_support import KafkaWorld, Record, stable
-from kube_support import create, delete, kube_client, replace
+from kube_support import NAMESPACED, RESOURCES, create, delete, kube_client, replace
 from lightkube import AsyncClient
 from ocm_support import (
     NO_SELECT,
@@ -49,6 +50,7 @@ from ocm_support import (
 from deployers.ocm.apis import DECISION_INDEX_LABEL, DECISION_KEY_LABEL, InventoryDecisions
 from deployers.ocm.writer import PLACEMENT
 from streams.apply.command import prepare_topics
+from streams.watch.kinds import HANDOVER_ANNOTATION
 from topics.names import TopicRole
 
 pytestmark = pytest.mark.integration
@@ -62,9 +64,25 @@ async def watch_published(world: KafkaWorld) -> list[Record]:
     return await world.read_to_end([world.topics.name(role) for role in WATCHED])
 
 
+def replay(world: KafkaWorld, lines: bytes, folder: Path) -> dict[str, Any]:
+    """`placement-stream replay` over replay input lines: Placement key -> the data of its last decision (None when
+    deleted)."""
+    (folder / "replay.jsonl").write_bytes(lines)
+    command = [sys.executable, "-m", "streams", "replay", str(folder / "replay.jsonl")]
+    env = world_environment(world)
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    last: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        item = orjson.loads(line)
+        if item["topic"] == world.topics.decisions and str(item["key"]).startswith("Placement/"):
+            value = item["value"]
+            last[item["key"]] = None if value is None or value["data"].get("deleted") else value["data"]
+    return last
+
+
 def replay_decisions(world: KafkaWorld, records: list[Record], folder: Path) -> dict[str, Any]:
-    """`placement-stream replay` over the records, in the order they were produced: Placement key -> the data of
-    its last decision (None when deleted)."""
+    """`replay` over the records, in the order they were produced."""
     ordered = sorted(records, key=lambda r: (r.timestamp, r.topic, r.partition, r.offset))
     lines = [
         orjson.dumps(
@@ -77,19 +95,41 @@ def replay_decisions(world: KafkaWorld, records: list[Record], folder: Path) -> 
         )
         for r in ordered
     ]
-    (folder / "replay.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    command = [sys.executable, "-m", "streams", "replay", str(folder / "replay.jsonl")]
-    done = subprocess.run(
-        command, cwd=ROOT, env=world_environment(world), capture_output=True, check=False, timeout=120
-    )
+    return replay(world, b"\n".join(lines) + b"\n", folder)
+
+
+VOLATILE_META = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
+
+
+def as_watch_takes(kind: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The object as `watch` publishes it (without what the API server adds; a Placement without its status and
+    hand-over annotation); None for a Placement not handed over, which `watch` does not take."""
+    meta = {k: v for k, v in body["metadata"].items() if k not in VOLATILE_META}
+    if kind == "Placement":
+        annotations = dict(meta.pop("annotations", None) or {})
+        if annotations.pop(HANDOVER_ANNOTATION, None) is None:
+            return None
+        meta |= {"annotations": annotations} if annotations else {}
+        body = {k: v for k, v in body.items() if k != "status"}
+    return {**body, "metadata": meta}
+
+
+async def replay_of_objects(world: KafkaWorld, client: AsyncClient, mark: str, ns: str, folder: Path) -> dict[str, Any]:
+    """`replay` of the test's hub objects as they are now, written as YAML and turned into replay input by
+    `placement-stream apply --dry-run` (the documented way): a referee that never read the topics, so a change
+    `watch` lost would show."""
+    documents = []
+    for kind in ("ManagedClusterSet", "ManagedCluster", "ManagedClusterSetBinding", "Placement"):
+        where = {"namespace": ns} if kind in NAMESPACED else {}
+        async for item in client.list(RESOURCES[kind], **where):
+            taken = as_watch_takes(kind, item.to_dict())
+            if taken is not None and mark in taken["metadata"]["name"] + taken["metadata"].get("namespace", ""):
+                documents.append(taken)
+    (folder / "objects.yaml").write_text(yaml.safe_dump_all(documents))
+    command = [sys.executable, "-m", "streams", "apply", "--dry-run", "-f", str(folder / "objects.yaml")]
+    done = subprocess.run(command, cwd=ROOT, env=world_environment(world), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    last: dict[str, Any] = {}
-    for line in done.stdout.splitlines():
-        item = orjson.loads(line)
-        if item["topic"] == world.topics.decisions and str(item["key"]).startswith("Placement/"):
-            value = item["value"]
-            last[item["key"]] = None if value is None or value["data"].get("deleted") else value["data"]
-    return last
+    return replay(world, done.stdout, folder)
 
 
 async def matches_replay(
@@ -227,11 +267,16 @@ async def test_the_hub_ends_equal_to_replays_decisions_through_changes_and_kills
 
                 final, states = await matches_replay(world, client, ns, tmp_path, _final(c1, c2, c3, c4, c5))
                 await slices_mirror_pages(client, ns, states)
+                objects = await replay_of_objects(world, client, mark, ns, tmp_path)
             published = await decisions_per_placement(world, ns)
         finally:
             for process in processes.values():
                 stop_process(process)
 
+        assert sorted(objects) == [f"Placement/{ns}/{name}" for name in ("rollout", "tolerant", "web")]
+        for key, data in objects.items():  # the final objects, replayed afresh, are decided as the hub holds them
+            name = key.split("/")[2]
+            assert stable(expected_state(data, (await api_state(client, ns, name))[1])) == stable(states[name])
         assert final["cel"] is None and states["cel"] == {"pages": {}}  # deleted: its pages went
         assert clusters(states["web"]) == sorted([c1, c2, c3, c5])  # all untainted prod clusters: c4, c6 gone
         assert clusters(states["tolerant"]) == sorted([c1, c4, c5])  # tolerates c4's taint, c1 moved to eu-west
