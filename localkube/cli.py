@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from localkube.build import COMPONENTS, ensure_binary, kube_cache
-from localkube.crds import ensure_crds
+from localkube.crds import PROMETHEUS_OPERATOR, SERVED_AT_START, ensure_crds
 from localkube.errors import LocalKubeError
 from localkube.server import LocalKube
 
@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             for component in COMPONENTS:
                 print(ensure_binary(component))
-            print(ensure_crds()[0].parent)
+            for source in (*SERVED_AT_START, PROMETHEUS_OPERATOR):
+                print(ensure_crds(source)[0].parent)
             print(f"localkube: ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
             return 0
         server = LocalKube(args.data_dir)

@@ -1,7 +1,8 @@
-"""OCM's CustomResourceDefinitions, from the upstream `open-cluster-management.io/api` module, installed at start.
+"""CustomResourceDefinitions from upstream Go modules: OCM's and SIG-Multicluster's installed at start, the
+Prometheus operator's for the tests that apply its resources.
 
-The Go module proxy serves the module's files, its CRD YAML among them; `go mod download` fetches and checks
-them against the checksum database, and only the CRD files are copied into the cache.
+The Go module proxy serves a module's files, its CRD YAML among them; `go mod download` fetches and checks them
+against the checksum database, and only the CRD files are copied into the cache.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,23 +23,64 @@ from localbroker.fetch import exclusive
 from localkube.build import go_tool, kube_cache
 from localkube.errors import KubeBuildError, KubeServerError
 
-__all__ = ["OCM_API_MODULE", "OCM_API_VERSION", "OCM_CRD_FILES", "ensure_crds", "load_crds"]
+__all__ = [
+    "CLUSTER_INVENTORY_API",
+    "OCM_API",
+    "PROMETHEUS_OPERATOR",
+    "SERVED_AT_START",
+    "CrdModule",
+    "ensure_crds",
+    "install_crds",
+    "load_crds",
+]
 
-OCM_API_MODULE = "open-cluster-management.io/api"
-OCM_API_VERSION = "v1.2.0"
-OCM_CRD_FILES = (
-    "cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml",
-    "cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml",
-    "cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml",
-    "cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml",
-    "cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml",
-    "cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml",
+
+@dataclass(frozen=True, slots=True)
+class CrdModule:
+    """Some CRD files of one version of one Go module, cached in `<cache>/kube/<name>-<version>/crds`."""
+
+    name: str
+    module: str
+    version: str
+    files: tuple[str, ...]
+
+
+OCM_API = CrdModule(
+    "ocm-api",
+    "open-cluster-management.io/api",
+    "v1.2.0",
+    (
+        "cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml",
+        "cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml",
+        "cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml",
+        "cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml",
+        "cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml",
+        "cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml",
+    ),
 )
+CLUSTER_INVENTORY_API = CrdModule(
+    "cluster-inventory-api",
+    "sigs.k8s.io/cluster-inventory-api",
+    "v0.1.2",
+    ("config/crd/bases/multicluster.x-k8s.io_placementdecisions.yaml",),
+)
+"""SIG-Multicluster's vendor-neutral PlacementDecision (`multicluster.x-k8s.io/v1alpha1`)."""
+PROMETHEUS_OPERATOR = CrdModule(
+    "prometheus-operator",
+    "github.com/prometheus-operator/prometheus-operator",
+    "v0.88.0",
+    (
+        "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+        "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+    ),
+)
+"""ServiceMonitor and PrometheusRule, which the Helm chart can render; not installed at start."""
+SERVED_AT_START = (OCM_API, CLUSTER_INVENTORY_API)
 MARKER_NAME = ".complete"
 
 
-def _module_dir(version: str) -> Path:
-    command = [go_tool(), "mod", "download", "-json", f"{OCM_API_MODULE}@{version}"]
+def _module_dir(source: CrdModule) -> Path:
+    command = [go_tool(), "mod", "download", "-json", f"{source.module}@{source.version}"]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
     try:
         answer = json.loads(done.stdout or "{}")
@@ -49,25 +92,25 @@ def _module_dir(version: str) -> Path:
     return Path(answer["Dir"])
 
 
-def ensure_crds(cache_root: Path | None = None, version: str = OCM_API_VERSION) -> list[Path]:
-    """The CRD files in `<cache>/kube/ocm-api-<version>/crds`, fetched on first use only."""
-    folder = kube_cache(cache_root) / f"ocm-api-{version}" / "crds"
-    wanted = [folder / Path(name).name for name in OCM_CRD_FILES]
+def ensure_crds(source: CrdModule = OCM_API, cache_root: Path | None = None) -> list[Path]:
+    """The module's CRD files in the cache, fetched on first use only."""
+    folder = kube_cache(cache_root) / f"{source.name}-{source.version}" / "crds"
+    wanted = [folder / Path(name).name for name in source.files]
     if (folder / MARKER_NAME).is_file():
         return wanted
-    with exclusive(folder.parent.with_name(f"ocm-api-{version}.lock")):
+    with exclusive(folder.parent.with_name(f"{source.name}-{source.version}.lock")):
         if not (folder / MARKER_NAME).is_file():
-            source = _module_dir(version)
+            module_dir = _module_dir(source)
             staging = folder.with_name("crds.partial")
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
-            for name in OCM_CRD_FILES:
-                if not (source / name).is_file():
-                    raise KubeBuildError(f"{OCM_API_MODULE}@{version} has no {name}")
-                shutil.copyfile(source / name, staging / Path(name).name)
+            for name in source.files:
+                if not (module_dir / name).is_file():
+                    raise KubeBuildError(f"{source.module}@{source.version} has no {name}")
+                shutil.copyfile(module_dir / name, staging / Path(name).name)
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
-            (folder / MARKER_NAME).write_text(f"{OCM_API_MODULE} {version}\n")
+            (folder / MARKER_NAME).write_text(f"{source.module} {source.version}\n")
     return wanted
 
 

@@ -27,7 +27,7 @@ from types import TracebackType
 from localbroker.procs import free_ports, log_tail, process_alive
 from localbroker.secure import issue_certificate, make_ca
 from localkube.build import APISERVER, KINE, ensure_binary
-from localkube.crds import ensure_crds, install_crds, load_crds
+from localkube.crds import SERVED_AT_START, ensure_crds, install_crds, load_crds
 from localkube.errors import KubeServerError
 
 __all__ = ["KubeState", "LocalKube"]
@@ -132,10 +132,12 @@ class LocalKube:
         ]
 
     def start(self) -> Path:
-        """Build or reuse the binaries, start both processes, install OCM's CRDs; the kubeconfig's path."""
+        """Build or reuse the binaries, start both processes, install the CRDs (`SERVED_AT_START`); the kubeconfig's
+        path."""
         if self.running():
             return self.kubeconfig
-        kine, apiserver, crds = ensure_binary(KINE), ensure_binary(APISERVER), ensure_crds()
+        kine, apiserver = ensure_binary(KINE), ensure_binary(APISERVER)
+        crds = [path for source in SERVED_AT_START for path in ensure_crds(source)]
         started = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not (self.pki / "admin.pem").is_file():
@@ -180,16 +182,40 @@ class LocalKube:
         while time.monotonic() < deadline:
             if not (process_alive(state.kine_pid) and process_alive(state.apiserver_pid)):
                 raise KubeServerError(f"the API server or kine exited during start-up\n{self._describe()}")
-            with (
-                contextlib.suppress(OSError, urllib.error.URLError),
-                urllib.request.urlopen(url, context=context, timeout=5) as answer,
-            ):
-                if answer.status == 200:
-                    return
+            if self._get(url, context) is not None:
+                return
             time.sleep(0.2)
         raise KubeServerError(
             f"API server at {state.server} not ready after {self.startup_timeout:g} s\n{self._describe()}"
         )
+
+    def _get(self, url: str, context: ssl.SSLContext) -> bytes | None:
+        """The body of a 200 answer; None for any other answer or no answer."""
+        with (
+            contextlib.suppress(OSError, urllib.error.URLError),
+            urllib.request.urlopen(url, context=context, timeout=5) as answer,
+        ):
+            return bytes(answer.read()) if answer.status == 200 else None
+        return None
+
+    def _wait_served(self, state: KubeState) -> None:
+        """Until every installed CRD's objects are served: a restarted server lists its CRDs before it serves their
+        objects, and answers 404 (or 429) for them meanwhile."""
+        context = self._ssl_context()
+        deadline = time.monotonic() + self.startup_timeout
+        body = self._get(f"{state.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", context)
+        crds = json.loads(body or b"{}").get("items", [])
+        paths = [
+            f"/apis/{crd['spec']['group']}/{version['name']}/{crd['spec']['names']['plural']}?limit=1"
+            for crd in crds
+            for version in crd["spec"]["versions"]
+            if version.get("served")
+        ]
+        for path in paths:
+            while self._get(f"{state.server}{path}", context) is None:
+                if time.monotonic() > deadline:
+                    raise KubeServerError(f"API server at {state.server} does not serve {path}\n{self._describe()}")
+                time.sleep(0.1)
 
     def _end(self, pid: int, timeout: float) -> None:
         """SIGTERM the process group, SIGKILL it if still there after `timeout`."""
@@ -219,6 +245,7 @@ class LocalKube:
             (self.data_dir / "state.json").write_text(json.dumps(asdict(state)))
             try:
                 self._wait_ready(state)
+                self._wait_served(state)
                 return
             except KubeServerError:
                 # the port can stay taken for a moment after the kill (seen under load: "address already in

@@ -1,9 +1,11 @@
 """The OCM deployer: the decisions topic written into the API server as upstream's placement controller would.
 
     python -m deployers.ocm --kubeconfig hub.kubeconfig --bootstrap 127.0.0.1:9092 [--topic-prefix PREFIX]
+        [--decision-api ocm|cluster-inventory ...] [--cluster-profile-namespace NS]
 
 For each Placement handed over with `cluster.open-cluster-management.io/experimental-scheduling-disable: "true"`
-it writes the PlacementDecision pages and the Placement's status (`writer.py`, in the order `plan.py` gives).
+it writes the PlacementDecision pages and the Placement's status (`writer.py`, in the order `plan.py` gives), as
+OCM's PlacementDecisions, SIG-Multicluster's, or both (`apis.py`).
 At start it reads the whole topic (`deployers.follow`) and then makes every handed-over Placement match its last
 decision, and deletes the pages of Placements deleted while it was down. A write that fails (the API server
 unreachable, a refusal) is logged and tried again every `retry_seconds` with the subject's latest decision.
@@ -25,8 +27,9 @@ from lightkube import ApiError, AsyncClient
 from connection.errors import KubeConfigError
 from connection.kubernetes import kube_config
 from deployers.follow import KafkaSource, add_kafka_arguments, follow_decisions, run_deployer
-from deployers.ocm.decision import PLACEMENT_LABEL, ocm_document
-from deployers.ocm.writer import DECISION, PlacementWriter
+from deployers.ocm.apis import DECISION_APIS, OCM_DECISIONS, DecisionApi, decision_api
+from deployers.ocm.decision import ocm_document
+from deployers.ocm.writer import PlacementWriter
 from deployers.state import Change, DecisionTable
 
 __all__ = ["OcmDeployer", "deploy_ocm", "main"]
@@ -38,10 +41,15 @@ class OcmDeployer:
     """The API server as a decision sink."""
 
     def __init__(
-        self, client: AsyncClient, *, retry_seconds: float = 1.0, caught_up: asyncio.Event | None = None
+        self,
+        client: AsyncClient,
+        *,
+        apis: Sequence[DecisionApi] = (OCM_DECISIONS,),
+        retry_seconds: float = 1.0,
+        caught_up: asyncio.Event | None = None,
     ) -> None:
         self._client = client
-        self._writer = PlacementWriter(client)
+        self._writers = [PlacementWriter(client, api) for api in apis]
         self._retry_seconds = retry_seconds
         self._caught_up = caught_up
         self._current: Mapping[str, dict[str, Any]] = {}
@@ -67,15 +75,19 @@ class OcmDeployer:
 
     async def _left_behind(self, current: Mapping[str, Any]) -> set[str]:
         """Placements with pages but no decision (deleted while the deployer was down)."""
-        try:
-            pages = [
-                page.to_dict()
-                async for page in self._client.list(DECISION, namespace="*", labels={PLACEMENT_LABEL: None})
-            ]
-        except (ApiError, httpx2.HTTPError) as exc:
-            _log.warning("listing PlacementDecisions failed (%s); pages left behind stay until the next start", exc)
-            return set()
-        subjects = {f"Placement/{p['metadata']['namespace']}/{p['metadata']['labels'][PLACEMENT_LABEL]}" for p in pages}
+        subjects: set[str] = set()
+        for api in (writer.api for writer in self._writers):
+            label = api.placement_label
+            try:
+                pages = [
+                    p.to_dict() async for p in self._client.list(api.resource, namespace="*", labels={label: None})
+                ]
+            except (ApiError, httpx2.HTTPError) as exc:
+                _log.warning(
+                    "listing %s failed (%s); pages left behind stay until the next start", api.api_version, exc
+                )
+                continue
+            subjects |= {f"Placement/{p['metadata']['namespace']}/{p['metadata']['labels'][label]}" for p in pages}
         return subjects - set(current)
 
     async def _converge(self, subject: str) -> None:
@@ -83,7 +95,11 @@ class OcmDeployer:
             return
         _, namespace, name = subject.split("/")
         try:
-            done = await self._writer.converge(namespace, name, self._current.get(subject))
+            done = [
+                line
+                for writer in self._writers
+                for line in await writer.converge(namespace, name, self._current.get(subject))
+            ]
         except (ApiError, httpx2.HTTPError) as exc:
             _log.warning("%s: writing failed (%s); retrying in %.0f s", subject, exc, self._retry_seconds)
             self._failed.add(subject)
@@ -99,12 +115,13 @@ async def deploy_ocm(
     client: AsyncClient,
     stop: asyncio.Event,
     *,
+    apis: Sequence[DecisionApi] = (OCM_DECISIONS,),
     caught_up: asyncio.Event | None = None,
     retry_seconds: float = 1.0,
 ) -> None:
     """Run until `stop` is set; `caught_up` is set once the API server matches the topic as it was at start."""
     table = DecisionTable(ocm_document)
-    sink = OcmDeployer(client, retry_seconds=retry_seconds, caught_up=caught_up)
+    sink = OcmDeployer(client, apis=apis, retry_seconds=retry_seconds, caught_up=caught_up)
     await follow_decisions(source, table, sink, stop, client_id="deployer-ocm")
 
 
@@ -119,7 +136,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_kafka_arguments(parser)
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube)")
     parser.add_argument("--context", help="kubeconfig context (default: its current context)")
+    parser.add_argument(
+        "--decision-api",
+        action="append",
+        choices=DECISION_APIS,
+        help="which PlacementDecisions to write: OCM's (cluster.open-cluster-management.io, the default) or "
+        "SIG-Multicluster's (multicluster.x-k8s.io, cluster-inventory-api); repeat it for both",
+    )
+    parser.add_argument(
+        "--cluster-profile-namespace",
+        help="with cluster-inventory: the namespace of the ClusterProfiles the decisions name (default: the "
+        "decision's own namespace)",
+    )
     args = parser.parse_args(argv)
+    apis = [decision_api(name, args.cluster_profile_namespace) for name in dict.fromkeys(args.decision_api or ["ocm"])]
     try:
         config = kube_config(args.kubeconfig, args.context)
     except KubeConfigError as exc:
@@ -129,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     async def run(source: KafkaSource, stop: asyncio.Event) -> None:
         client = AsyncClient(config=config.get(context_name=args.context) if args.context else config)
         try:
-            await deploy_ocm(source, client, stop)
+            await deploy_ocm(source, client, stop, apis=apis)
         finally:
             await client.close()
 

@@ -1,9 +1,10 @@
 """Writing one Placement's decision into the API server: its pages, then its status.
 
-Every write is made from what was just read: pages are replaced with the resourceVersion read, so a page changed
-meanwhile by someone else is refused (409) and the whole Placement is observed and planned again
-(`plan.plan_pages` reaches the same end from any state). Only what differs is written. A Placement without the
-hand-over annotation is never written, nor are its pages.
+The pages are those of one PlacementDecision API (`apis.py`): OCM's, or SIG-Multicluster's. Every write is made
+from what was just read: pages are replaced with the resourceVersion read, so a page changed meanwhile by someone
+else is refused (409) and the whole Placement is observed and planned again (`plan.plan_pages` reaches the same
+end from any state). Only what differs is written. A Placement without the hand-over annotation is never written,
+nor are its pages.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from connection.kubernetes import handed_over
-from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS, pages_of
+from deployers.ocm.apis import OCM_DECISIONS, DecisionApi
+from deployers.ocm.decision import STATUS_FIELDS
 from deployers.ocm.plan import CurrentPage, Step, StepKind, plan_pages
 
 __all__ = ["CONFLICT_ATTEMPTS", "DECISION", "PLACEMENT", "VERSION", "PlacementWriter", "owned_pages", "status_code"]
@@ -26,7 +28,7 @@ __all__ = ["CONFLICT_ATTEMPTS", "DECISION", "PLACEMENT", "VERSION", "PlacementWr
 OCM = "cluster.open-cluster-management.io"
 VERSION = f"{OCM}/v1beta1"
 PLACEMENT: Any = create_namespaced_resource(OCM, "v1beta1", "Placement", "placements")
-DECISION: Any = create_namespaced_resource(OCM, "v1beta1", "PlacementDecision", "placementdecisions")
+DECISION: Any = OCM_DECISIONS.resource
 CONFLICT_ATTEMPTS = 10
 _CONFLICT, _NOT_FOUND = 409, 404
 _log = logging.getLogger("deployers.ocm")
@@ -44,14 +46,13 @@ def _owner(placement: Mapping[str, Any]) -> dict[str, Any]:
     return {"apiVersion": VERSION, "kind": "Placement", "name": meta["name"], "uid": meta["uid"], "controller": True}
 
 
-def _current(body: Mapping[str, Any], uid: str | None) -> CurrentPage:
+def _current(body: Mapping[str, Any], uid: str | None, clusters: tuple[str, ...]) -> CurrentPage:
     meta = body["metadata"]
     owners = meta.get("ownerReferences") or []
-    decisions = (body.get("status") or {}).get("decisions") or []
     return CurrentPage(
         meta["name"],
         dict(meta.get("labels") or {}),
-        tuple(d["clusterName"] for d in decisions),
+        clusters,
         owned=uid is not None and any(o.get("uid") == uid and o.get("controller") for o in owners),
     )
 
@@ -74,10 +75,11 @@ def status_code(exc: ApiError) -> int | None:
 
 
 class PlacementWriter:
-    """Makes the API server hold one Placement's decision."""
+    """Makes the API server hold one Placement's decision, as pages of one PlacementDecision API."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, api: DecisionApi = OCM_DECISIONS) -> None:
         self._client = client
+        self.api = api
 
     async def _observe(self, namespace: str, name: str) -> _Observed:
         try:
@@ -86,7 +88,7 @@ class PlacementWriter:
             if status_code(exc) != _NOT_FOUND:
                 raise
             placement = None
-        listed = self._client.list(DECISION, namespace=namespace, labels={PLACEMENT_LABEL: name})
+        listed = self._client.list(self.api.resource, namespace=namespace, labels={self.api.placement_label: name})
         pages = {page["metadata"]["name"]: page for page in [item.to_dict() async for item in listed]}
         return _Observed(placement, pages)
 
@@ -114,9 +116,9 @@ class PlacementWriter:
         if placement is None or not handed_over(placement):
             return []
         uid = placement["metadata"]["uid"]
-        current = {n: _current(body, uid) for n, body in observed.pages.items()}
+        current = {n: _current(body, uid, self.api.clusters(body)) for n, body in observed.pages.items()}
         done = []
-        for step in plan_pages(current, pages_of(document)):
+        for step in plan_pages(current, self.api.pages(document, name)):
             done.append(await self._step(namespace, step, observed.pages, _owner(placement)))
         status = await self._status(namespace, name, placement, document["status"])
         return done + status
@@ -127,9 +129,7 @@ class PlacementWriter:
             return await self._delete(namespace, page.name)
         if step.kind is StepKind.CREATE:
             meta = {"name": page.name, "namespace": namespace, "labels": dict(page.labels), "ownerReferences": [owner]}
-            created = await self._client.create(
-                DECISION.from_dict({"apiVersion": VERSION, "kind": "PlacementDecision", "metadata": meta})
-            )
+            created = await self._client.create(self.api.resource.from_dict(self.api.new_page(meta)))
             pages[page.name] = created.to_dict()
             return f"created {page.name}"
         body = pages[page.name]
@@ -137,15 +137,14 @@ class PlacementWriter:
             meta = body["metadata"]
             others = [o for o in meta.get("ownerReferences") or [] if not o.get("controller")]
             meta.update(labels={**(meta.get("labels") or {}), **page.labels}, ownerReferences=[owner, *others])
-            pages[page.name] = (await self._client.replace(DECISION.from_dict(body))).to_dict()
+            pages[page.name] = (await self._client.replace(self.api.resource.from_dict(body))).to_dict()
             return f"labelled {page.name}"
-        body["status"] = {"decisions": [{"clusterName": c, "reason": ""} for c in page.clusters]}
-        pages[page.name] = (await self._client.replace(DECISION.Status.from_dict(body))).to_dict()
+        pages[page.name] = (await self.api.write_clusters(self._client, body, page.clusters)).to_dict()
         return f"wrote {page.name}: {', '.join(page.clusters) or 'nothing'}"
 
     async def _delete(self, namespace: str, name: str) -> str:
         try:
-            await self._client.delete(DECISION, name, namespace=namespace)
+            await self._client.delete(self.api.resource, name, namespace=namespace)
         except ApiError as exc:
             if status_code(exc) != _NOT_FOUND:
                 raise

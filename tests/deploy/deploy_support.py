@@ -1,4 +1,4 @@
-"""Helpers of the deploy tests: the checkout, the cached tools, and rendering the Helm chart."""
+"""Helpers of the deploy tests: the checkout, the cached tools, rendering the Helm chart and the Strimzi manifests."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from streams.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "placement-stream"
@@ -38,3 +40,13 @@ def render(helm: Path, *arguments: str) -> list[dict[str, Any]]:
     done = helm_template(helm, *arguments)
     assert done.returncode == 0, done.stderr
     return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def strimzi_manifests(folder: Path, *arguments: str) -> dict[str, list[dict[str, Any]]]:
+    """Run `placement-stream manifests strimzi --out folder ARGUMENTS` and read back what it wrote, by kind."""
+    assert main(["manifests", "strimzi", "--out", str(folder), *arguments]) == 0
+    documents = [d for f in sorted(folder.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for document in documents:
+        kinds.setdefault(document["kind"], []).append(document)
+    return kinds

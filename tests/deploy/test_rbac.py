@@ -46,5 +46,6 @@ def test_the_ocm_deployer_may_write_decisions_and_placement_status_only() -> Non
         (ocm, "placements/status"): {"patch"},
         (ocm, "placementdecisions"): {"list", "create", "update", "patch", "delete"},
         (ocm, "placementdecisions/status"): {"update", "patch"},
+        ("multicluster.x-k8s.io", "placementdecisions"): {"list", "create", "update", "delete"},
     }
     assert bound("ocm-deployer.yaml")

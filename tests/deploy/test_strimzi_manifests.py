@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_support import ROOT, NodeCheck
+from deploy_support import ROOT, NodeCheck, strimzi_manifests
 
 from streams.cli import main
 from streams.manifests import API_VERSIONS
@@ -22,16 +22,6 @@ from topics.names import TOPIC_SPECS, TopicRole
 
 STRIMZI_DIR = ROOT / "deploy" / "strimzi"
 Acl = tuple[str, str, str, str]  # resource type, name, pattern, operation (Kafka's words, as docs/security.md)
-
-
-def _generate(tmp_path: Path, *arguments: str) -> dict[str, list[dict[str, Any]]]:
-    """Run the command with --out and read back what it wrote, by kind."""
-    assert main(["manifests", "strimzi", "--out", str(tmp_path), *arguments]) == 0
-    documents = [d for f in sorted(tmp_path.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
-    kinds: dict[str, list[dict[str, Any]]] = {}
-    for document in documents:
-        kinds.setdefault(document["kind"], []).append(document)
-    return kinds
 
 
 def _users(kinds: dict[str, list[dict[str, Any]]]) -> dict[str, set[Acl]]:
@@ -67,7 +57,7 @@ def _documented(section: str, **names: str) -> list[tuple[Acl, str]]:
 
 def test_users_hold_exactly_the_documented_acls(tmp_path: Path) -> None:
     """docs/security.md's tables, the grants the secured-broker tests give, and the KafkaUsers agree."""
-    users = _users(_generate(tmp_path, "--advisor", "veto", "--inventory-advisor", "cpu"))
+    users = _users(strimzi_manifests(tmp_path, "--advisor", "veto", "--inventory-advisor", "cpu"))
     advisor_rows = _documented("Advisor", name="NAME")
     expected = {
         "placement": {acl for acl, _ in _documented("Processor")},
@@ -87,7 +77,7 @@ def test_users_hold_exactly_the_documented_acls(tmp_path: Path) -> None:
 def test_resources_follow_strimzi_schemas(
     tmp_path: Path, node_check: NodeCheck, api_version: str, authentication: str
 ) -> None:
-    kinds = _generate(
+    kinds = strimzi_manifests(
         tmp_path, "--api-version", api_version, "--authentication", authentication, "--advisor", "veto", "-n", "kafka"
     )
     resources = kinds["KafkaTopic"] + kinds["KafkaUser"]
@@ -112,7 +102,7 @@ def test_the_schema_check_catches_broken_resources(
     tmp_path: Path, node_check: NodeCheck, kind: str, path: tuple[Any, ...], value: object
 ) -> None:
     """The check is not vacuous: each of these edits makes Strimzi refuse the resource."""
-    resource: Any = copy.deepcopy(_generate(tmp_path)[kind][0])
+    resource: Any = copy.deepcopy(strimzi_manifests(tmp_path)[kind][0])
     target = resource
     for key in path[:-1]:
         target = target[key]
@@ -122,7 +112,7 @@ def test_the_schema_check_catches_broken_resources(
 
 
 def test_an_unknown_api_version_is_an_error_not_a_pass(tmp_path: Path, node_check: NodeCheck) -> None:
-    topic = _generate(tmp_path)["KafkaTopic"][0] | {"apiVersion": "kafka.strimzi.io/v9"}
+    topic = strimzi_manifests(tmp_path)["KafkaTopic"][0] | {"apiVersion": "kafka.strimzi.io/v9"}
     (answer,) = node_check(resources=[topic])["resources"]
     assert answer["errors"] == ["no schema for kafka.strimzi.io/v9 KafkaTopic"]
 
@@ -132,7 +122,7 @@ def test_topics_have_the_shape_the_processor_creates(tmp_path: Path, monkeypatch
     topics/names.py says. A name that is no Kubernetes object name keeps its own in spec.topicName."""
     monkeypatch.setenv("PLACEMENT_TOPICS__DECISIONS", "Team_Decisions")
     monkeypatch.setenv("PLACEMENT_KAFKA__TASK_PARTITIONS", "12")
-    topics = _generate(tmp_path, "--replicas", "3")["KafkaTopic"]
+    topics = strimzi_manifests(tmp_path, "--replicas", "3")["KafkaTopic"]
     names = TopicNames(decisions="Team_Decisions")
     by_role = {TopicRole(t["metadata"]["labels"]["placement-stream/topic-role"]): t for t in topics}
     assert set(by_role) == set(TopicRole)
@@ -150,7 +140,7 @@ def test_topics_have_the_shape_the_processor_creates(tmp_path: Path, monkeypatch
 
 def test_group_and_transactional_ids_follow_the_group_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLACEMENT_KAFKA__GROUP_ID", "placement-eu")
-    users = _users(_generate(tmp_path))
+    users = _users(strimzi_manifests(tmp_path))
     assert ("Group", "placement-eu", "LITERAL", "Read") in users["placement-eu"]
     assert ("TransactionalId", "placement-eu-tasks-", "PREFIXED", "Write") in users["placement-eu"]
     assert ("Group", "placement-eu-deployer", "LITERAL", "Read") in users["placement-eu-deployer"]

@@ -115,16 +115,36 @@ class KafkaWorld:
         finally:
             await consumer.stop()
 
-    async def collect(self, topic: str, until: Callable[[list[Record]], bool], timeout: float = 45.0) -> list[Record]:
-        """Read `topic` from the beginning (read_committed) until `until(records)` holds."""
-        consumer = AIOKafkaConsumer(
-            topic,
+    def _reader(self, *topics: str) -> AIOKafkaConsumer:
+        """A consumer of `topics` from their beginning, read_committed, in no group."""
+        return AIOKafkaConsumer(
+            *topics,
             bootstrap_servers=self.bootstrap,
             group_id=None,
             auto_offset_reset="earliest",
             isolation_level="read_committed",
             enable_auto_commit=False,
         )
+
+    async def read_to_end(self, topics: Sequence[str]) -> list[Record]:
+        """Every record of the topics as of now, each partition read to its end."""
+        consumer = self._reader(*topics)
+        await consumer.start()
+        records: list[Record] = []
+        try:
+            while not consumer.assignment():
+                await asyncio.sleep(0.05)
+            ends = await consumer.end_offsets(list(consumer.assignment()))
+            while [tp for tp, end in ends.items() if await consumer.position(tp) < end]:
+                for chunk in (await consumer.getmany(timeout_ms=200)).values():
+                    records.extend(chunk)
+        finally:
+            await consumer.stop()
+        return records
+
+    async def collect(self, topic: str, until: Callable[[list[Record]], bool], timeout: float = 45.0) -> list[Record]:
+        """Read `topic` from the beginning (read_committed) until `until(records)` holds."""
+        consumer = self._reader(topic)
         await consumer.start()
         records: list[Record] = []
         try:

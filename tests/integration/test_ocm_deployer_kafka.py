@@ -11,139 +11,37 @@ restarted, a Placement handed back to upstream (its pages stay), one never hande
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from kafka_support import KafkaWorld, Record, running
-from kube_support import create, delete, kube_client, managed_cluster, replace, watching
-from lightkube import ApiError, AsyncClient
+from kafka_support import KafkaWorld, running
+from kube_support import create, delete, kube_client, replace, watching
+from lightkube import AsyncClient
+from ocm_support import (
+    NO_SELECT,
+    DecisionReader,
+    api_state,
+    clusters,
+    converged,
+    deployer,
+    last_decisions,
+    placement_body,
+    relabel,
+    rollout_spec,
+    world_of_clusters,
+)
 
 from cli.watch.command import WatchOptions, watch_forever
 from cli.watch.kinds import HANDOVER_ANNOTATION
 from connection.kubernetes import kube_config
-from deployers.ocm.decision import PLACEMENT_LABEL, STATUS_FIELDS
+from deployers.ocm.decision import PLACEMENT_LABEL
 from deployers.ocm.writer import DECISION, PLACEMENT, VERSION
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
-SET_LABEL = "cluster.open-cluster-management.io/clusterset"
-State = dict[str, Any]
-
-
-def placement_body(name: str, ns: str, clusterset: str, spec: dict[str, Any], *, handed_over: bool = True) -> Any:
-    annotations = {HANDOVER_ANNOTATION: "true"} if handed_over else {}
-    meta = {"name": name, "namespace": ns, "annotations": annotations}
-    return {"metadata": meta, "spec": {"clusterSets": [clusterset], **spec}}
-
-
-def rollout_spec() -> dict[str, Any]:
-    """Every cluster of the set; those in us-east make the first group (page 1), the rest the second (page 2)."""
-    canary = {"groupName": "canary", "groupClusterSelector": {"labelSelector": {"matchLabels": {"region": "us-east"}}}}
-    return {"decisionStrategy": {"groupStrategy": {"clustersPerDecisionGroup": "100%", "decisionGroups": [canary]}}}
-
-
-async def world_of_clusters(client: AsyncClient, mark: str, regions: dict[str, str]) -> tuple[str, str]:
-    """A set, its binding in a namespace of the test's own, and one cluster per entry (env=prod everywhere)."""
-    ns, clusterset = f"ns{mark}", f"s{mark}"
-    await create(client, "ManagedClusterSet", {"metadata": {"name": clusterset}, "spec": {}})
-    binding = {"metadata": {"name": clusterset, "namespace": ns}, "spec": {"clusterSet": clusterset}}
-    await create(client, "ManagedClusterSetBinding", binding)
-    for name, region in regions.items():
-        await create(
-            client, "ManagedCluster", managed_cluster(name, env="prod", region=region, **{SET_LABEL: clusterset})
-        )
-    return ns, clusterset
-
-
-def last_decisions(records: list[Record], ns: str) -> dict[str, Any]:
-    """Placement name -> the data of its last decision (None: deleted), from the topic (the test's own reading)."""
-    last: dict[str, Any] = {}
-    for record in records:
-        key = record.key.decode() if record.key else ""
-        if key.startswith(f"Placement/{ns}/"):
-            data = None if record.value is None else orjson.loads(record.value)["data"]
-            last[key.split("/")[2]] = None if data is None or data.get("deleted") else data
-    return last
-
-
-def expected_state(data: dict[str, Any] | None, uid: str | None) -> State:
-    if data is None:
-        return {"pages": {}}
-    pages = {
-        p["metadata"]["name"]: (p["metadata"]["labels"], [d["clusterName"] for d in p["status"]["decisions"]], [uid])
-        for p in data["placementDecisions"]
-    }
-    return {
-        "pages": pages,
-        "status": {f: data.get(f, 0 if f == "numberOfSelectedClusters" else []) for f in STATUS_FIELDS},
-    }
-
-
-async def api_state(client: AsyncClient, ns: str, name: str) -> tuple[State, str | None]:
-    """The pages labelled for the Placement and its status as the API server holds them, and its uid."""
-    listed = [p.to_dict() async for p in client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: name})]
-    pages = {
-        p["metadata"]["name"]: (
-            p["metadata"]["labels"],
-            [d["clusterName"] for d in (p.get("status") or {}).get("decisions", [])],
-            [o["uid"] for o in p["metadata"].get("ownerReferences", [])],
-        )
-        for p in listed
-    }
-    try:
-        placement = (await client.get(PLACEMENT, name, namespace=ns)).to_dict()
-    except ApiError:  # absent: a deleted Placement has no status to compare
-        return {"pages": pages}, None
-    status = placement.get("status") or {}
-    return {
-        "pages": pages,
-        "status": {f: status.get(f, 0 if f == "numberOfSelectedClusters" else []) for f in STATUS_FIELDS},
-    }, placement["metadata"]["uid"]
-
-
-async def converged(
-    world: KafkaWorld, client: AsyncClient, ns: str, until: Any, timeout: float = 60.0
-) -> dict[str, State]:
-    """Until the topic shows `until(last decisions)` and the API server equals the last decisions; the states."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        records = await world.collect(world.topics.decisions, lambda rs: until(last_decisions(rs, ns)))
-        last = last_decisions(records, ns)
-        states, expected = {}, {}
-        for name, data in last.items():
-            states[name], uid = await api_state(client, ns, name)
-            expected[name] = expected_state(data, uid)
-        if states == expected:
-            return states
-        if loop.time() > deadline:
-            raise AssertionError(f"API server {states} never matched the decisions {expected}")
-        await asyncio.sleep(0.2)
-
-
-@contextmanager
-def deployer(world: KafkaWorld, kubeconfig: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`python -m deployers.ocm` until the block ends (SIGTERM; the block may have killed it already)."""
-    prefix = world.topics.decisions.removesuffix("placement.decisions")
-    command = [sys.executable, "-m", "deployers.ocm", "--kubeconfig", str(kubeconfig)]
-    command += ["--bootstrap", world.bootstrap, "--topic-prefix", prefix]
-    with log.open("ab") as output:
-        process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=output, stderr=subprocess.STDOUT)
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        process.wait(30)
 
 
 @asynccontextmanager
@@ -170,19 +68,8 @@ async def stopped_at_end(stop: Any) -> AsyncIterator[None]:
         await stop()
 
 
-NO_SELECT = {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
-
-
 def drop_annotation(body: dict[str, Any]) -> None:
     body["metadata"]["annotations"].pop(HANDOVER_ANNOTATION)
-
-
-def clusters(state: State) -> list[str]:
-    return sorted(c for _, names, _ in state["pages"].values() for c in names)
-
-
-def relabel(**labels: str) -> Any:
-    return lambda body: body["metadata"]["labels"].update(labels)
 
 
 async def test_the_api_server_follows_the_decisions_through_changes_deletions_and_a_restart(
@@ -311,34 +198,11 @@ async def test_a_reader_never_sees_a_selected_cluster_missing_from_every_page(
     async with kube_client(kubeconfig) as client:
         ns, clusterset = await world_of_clusters(client, mark, regions)
         await create(client, "Placement", placement_body("rollout", ns, clusterset, rollout_spec()))
-        async with pipeline(world, kubeconfig, tmp_path), kube_client(kubeconfig) as reader:
+        async with pipeline(world, kubeconfig, tmp_path):
             with deployer(world, kubeconfig, tmp_path / "deployer.log"):
                 states = await converged(world, client, ns, lambda last: "rollout" in last)
                 assert clusters(states["rollout"]) == sorted(names)
-                listed = client.list(DECISION, namespace=ns, labels={PLACEMENT_LABEL: "rollout"})
-                seen = {p.metadata.name: p.to_dict() async for p in listed}
-                version = listed.resourceVersion
-                unions: list[set[str]] = []
-
-                async def follow() -> None:
-                    async for kind, page in reader.watch(
-                        DECISION, namespace=ns, labels={PLACEMENT_LABEL: "rollout"}, resource_version=version
-                    ):
-                        body = page.to_dict()
-                        if kind == "DELETED":
-                            seen.pop(body["metadata"]["name"], None)
-                        else:
-                            seen[body["metadata"]["name"]] = body
-                        unions.append(
-                            {
-                                d["clusterName"]
-                                for p in seen.values()
-                                for d in (p.get("status") or {}).get("decisions", [])
-                            }
-                        )
-
-                watcher = asyncio.create_task(follow())
-                try:
+                async with kube_client(kubeconfig) as watcher, DecisionReader(watcher, ns) as reader:
                     for moved in names[:3]:  # every canary cluster leaves us-east, one after the other
                         await replace(client, "ManagedCluster", moved, relabel(region="eu-west"))
                     await converged(
@@ -358,9 +222,6 @@ async def test_a_reader_never_sees_a_selected_cluster_missing_from_every_page(
                             )
                         ),
                     )
-                    await asyncio.sleep(0.5)  # the last events reach the reader
-                finally:
-                    watcher.cancel()
-    assert len(unions) >= 3, "the reader saw the pages change"
-    missing = [sorted(set(names) - union) for union in unions if not set(names) <= union]
+    assert len(reader.views["rollout"]) >= 3, "the reader saw the pages change"
+    missing = reader.vanished("rollout", set(names))
     assert not missing, f"a reader saw selected clusters on no page: {missing}"

@@ -12,11 +12,13 @@ from kube_support import create, delete, kube_client
 from lightkube import AsyncClient
 
 from cli.watch.kinds import HANDOVER_ANNOTATION
+from deployers.ocm.apis import DECISION_INDEX_LABEL, DECISION_KEY_LABEL, SCHEDULER_NAME, InventoryDecisions
 from deployers.ocm.decision import PLACEMENT_LABEL
 from deployers.ocm.writer import DECISION, PLACEMENT, VERSION, PlacementWriter
 
 pytestmark = pytest.mark.integration
 
+INVENTORY = InventoryDecisions()
 GROUP_NAME = "cluster.open-cluster-management.io/decision-group-name"
 GROUP_INDEX = "cluster.open-cluster-management.io/decision-group-index"
 
@@ -125,3 +127,54 @@ async def test_pages_stay_while_the_placement_exists_and_go_with_it(kubeconfig: 
         await delete(client, "Placement", "web", ns)
         assert await writer.converge(ns, "web", None) == ["deleted web-decision-1", "deleted web-decision-2"]
         assert await pages(client, ns, "web") == {}
+
+
+async def slices(client: AsyncClient, ns: str, name: str) -> dict[str, tuple[dict[str, str], list[str], str]]:
+    """SIG-Multicluster's slices of one Placement: name -> labels, ClusterProfile names, scheduler."""
+    listed = client.list(INVENTORY.resource, namespace=ns, labels={DECISION_KEY_LABEL: name})
+    return {
+        p["metadata"]["name"]: (
+            p["metadata"]["labels"],
+            [d["clusterProfileRef"]["name"] for d in p["decisions"]],
+            p.get("schedulerName", ""),
+        )
+        for p in [item.to_dict() async for item in listed]
+    }
+
+
+async def test_the_cluster_inventory_api_gets_the_same_pages_as_slices(kubeconfig: Path) -> None:
+    """The vendor-neutral PlacementDecision (multicluster.x-k8s.io/v1alpha1, its CRD installed by localkube): one
+    slice per page, the Placement's name as decision key, the page's position as decision index, ClusterProfiles
+    named as the clusters; a cluster moving between pages is never on none, and the slices go with the
+    Placement."""
+    ns = f"ns{uuid.uuid4().hex[:8]}"
+    key = {DECISION_KEY_LABEL: "web"}
+    async with kube_client(kubeconfig) as client:
+        await a_placement(client, ns, "web")
+        writer = PlacementWriter(client, InventoryDecisions())
+        await writer.converge(ns, "web", document("web", ns, ["a", "b"], ["c"]))
+        assert await slices(client, ns, "web") == {
+            "web-decision-1": ({**key, DECISION_INDEX_LABEL: "0"}, ["a", "b"], SCHEDULER_NAME),
+            "web-decision-2": ({**key, DECISION_INDEX_LABEL: "1"}, ["c"], SCHEDULER_NAME),
+        }
+        body = (await client.get(INVENTORY.resource, "web-decision-1", namespace=ns)).to_dict()
+        assert body["apiVersion"] == "multicluster.x-k8s.io/v1alpha1"
+        assert body["decisions"][0] == {"clusterProfileRef": {"name": "a"}}  # the decision's namespace
+        placement = (await client.get(PLACEMENT, "web", namespace=ns)).to_dict()
+        assert [(o["kind"], o["uid"]) for o in body["metadata"]["ownerReferences"]] == [
+            ("Placement", placement["metadata"]["uid"])
+        ]
+        assert placement["status"]["numberOfSelectedClusters"] == 3  # the Placement's status as with OCM's pages
+        assert await pages(client, ns, "web") == {}, "OCM's PlacementDecisions are not written"
+
+        done = await writer.converge(ns, "web", document("web", ns, ["a"], ["b", "c"]))
+        assert done == ["wrote web-decision-2: b, c", "wrote web-decision-1: a"]  # b joins page 2 before leaving 1
+        other = PlacementWriter(client, InventoryDecisions("fleet"))
+        await other.converge(ns, "web", document("web", ns, ["a"]))
+        got = (await client.get(INVENTORY.resource, "web-decision-1", namespace=ns)).to_dict()
+        assert got["decisions"] == [{"clusterProfileRef": {"name": "a", "namespace": "fleet"}}]
+        assert list(await slices(client, ns, "web")) == ["web-decision-1"]
+
+        await delete(client, "Placement", "web", ns)
+        assert await writer.converge(ns, "web", None) == ["deleted web-decision-1"]
+        assert await slices(client, ns, "web") == {}

@@ -5,10 +5,7 @@ killed and restarted, or whose API server restarts, publishes each change once, 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from kafka_support import EXAMPLES, KafkaWorld
 from kube_support import create, delete, kube_client, managed_cluster, placement, replace, watching
 from lightkube.generic_resource import create_namespaced_resource
+from ocm_support import start_watch
 
 from cli.apply.command import prepare_topics
 from localkube import LocalKube
@@ -123,14 +121,6 @@ async def settled(state: Path, mark: str, count: int, timeout: float = 30.0) -> 
         await asyncio.sleep(0.05)
 
 
-def start_cli(world: KafkaWorld, kubeconfig: Path, state: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, **world.env()}
-    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    command = [sys.executable, "-m", "cli", "watch", "--kubeconfig", str(kubeconfig), "--state-file", str(state)]
-    with log.open("ab") as output:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-
-
 async def test_a_watch_killed_and_restarted_publishes_every_change_once(
     world: KafkaWorld, kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -139,7 +129,7 @@ async def test_a_watch_killed_and_restarted_publishes_every_change_once(
     ns = f"ns{mark}"
     a, b, c, d = (f"{letter}{mark}" for letter in "abcd")
     async with kube_client(kubeconfig) as client:
-        first = start_cli(world, kubeconfig, state, log)
+        first = start_watch(world, kubeconfig, state, log)
         try:
             for name in (a, b):
                 await create(client, "ManagedCluster", managed_cluster(name, env="prod"))
@@ -155,7 +145,7 @@ async def test_a_watch_killed_and_restarted_publishes_every_change_once(
         await create(client, "ManagedCluster", managed_cluster(c, env="prod"))
         await replace(client, "Placement", "web", lambda body: body["spec"].update(numberOfClusters=3), ns)
 
-        second = start_cli(world, kubeconfig, state, log)
+        second = start_watch(world, kubeconfig, state, log)
         try:
             await collect(world, mark, lambda seen: f"ManagedCluster/{c}" in seen)
             await create(client, "ManagedCluster", managed_cluster(d))  # after the relist: the watch follows
