@@ -1,5 +1,5 @@
 """`placement-stream` command line: run, replay, explain, schemas, check-config, broker, manifests, watch,
-repartition, demo."""
+repartition, what-if, describe, demo."""
 
 from __future__ import annotations
 
@@ -110,6 +110,14 @@ def _parser() -> argparse.ArgumentParser:
     repartition.add_argument("--partitions", type=int, required=True, help="the new partition count")
     repartition.add_argument("--suffix", help="appended to each co-partitioned topic's name (default: -p<N>)")
     repartition.add_argument("--bootstrap-servers", help="overrides PLACEMENT_KAFKA__BOOTSTRAP_SERVERS")
+
+    from streams.describe import add_arguments as add_describe_arguments
+    from streams.whatif_command import add_arguments as add_what_if_arguments
+
+    text = "what a Placement, PlacementRule or pod would get on the fleet as it is now, asked of any replica"
+    add_what_if_arguments(sub.add_parser("what-if", help=text, description=text))
+    text = "the group's members, task ownership, lag, restores, last commits and dead letters"
+    add_describe_arguments(sub.add_parser("describe", help=text, description=text))
 
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
@@ -339,6 +347,18 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(keep_running=args.keep_running, deployed=args.deployed_dir)
 
 
+def _what_if(args: argparse.Namespace) -> int:
+    from streams.whatif_command import main_from_args
+
+    return main_from_args(args)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from streams.describe import main_from_args
+
+    return main_from_args(args)
+
+
 _COMMANDS = {
     "run": _run,
     "replay": _replay,
@@ -352,4 +372,6 @@ _COMMANDS = {
     "manifests": _manifests,
     "watch": _watch,
     "demo": _demo,
+    "what-if": _what_if,
+    "describe": _describe,
 }
