@@ -1,10 +1,11 @@
-"""The service's HTTP endpoint: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>; and the GET
-its clients (`explain --url`, benchmarks, tests) read it with.
+"""The service's HTTP endpoint: /metrics, /healthz (= /livez), /readyz and /explain/<subject key> (with a replica,
+also /what-if and /status: replica.py); and the GET and POST its clients (`explain --url`, benchmarks, tests)
+read it with.
 
 The server (`streams/http_server.py`) runs in a thread of its own, with bounded connections, header sizes and
 times. The probes read the processor's health where they run; /metrics serves a page rendered at most once per
-`metrics_max_age` seconds, in a worker thread, so a crowd of scrapers costs one rendering; /explain runs on the
-processor's event loop, where the runtime it reads is changed.
+`metrics_max_age` seconds, in a worker thread, so a crowd of scrapers costs one rendering; a bare explain
+callable runs on the processor's event loop, a replica's explain in the engine's thread under the batch lock.
 
 The probes and metrics are safe to expose; /explain shows placement internals (scores, candidates, reasons), so it
 can require a bearer token, compared in constant time.
