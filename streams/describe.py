@@ -57,6 +57,8 @@ class _Member:
     url: str | None
     version: str | None
     tasks: tuple[int, ...]
+    topics: tuple[str, ...]
+    """The topics it subscribes to: the subject topics, whatever their names."""
 
 
 def _members(raw: list[Any], protocol_type: str) -> list[_Member]:
@@ -65,12 +67,15 @@ def _members(raw: list[Any], protocol_type: str) -> list[_Member]:
     for member_id, client_id, host, metadata, assignment in raw:
         url = version = None
         tasks: tuple[int, ...] = ()
+        topics: tuple[str, ...] = ()
         if protocol_type == "consumer" and metadata:
-            url, version = decode_member(ConsumerProtocolMemberMetadata.decode(metadata).user_data)
+            decoded_metadata = ConsumerProtocolMemberMetadata.decode(metadata)
+            url, version = decode_member(decoded_metadata.user_data)
+            topics = tuple(decoded_metadata.subscription)
         if protocol_type == "consumer" and assignment:
             decoded = ConsumerProtocolMemberAssignment.decode(assignment)
             tasks = tuple(sorted({p for _topic, partitions in decoded.assignment for p in partitions}))
-        members.append(_Member(member_id, client_id, host, url, version, tasks))
+        members.append(_Member(member_id, client_id, host, url, version, tasks, topics))
     return sorted(members, key=lambda m: (m.tasks[:1] or (1 << 30,), m.member_id))
 
 
@@ -92,10 +97,11 @@ async def _oldest_ages(consumer: AIOKafkaConsumer, at: dict[TopicPartition, int]
     return ages
 
 
-async def _task_lag(settings: Settings, group: str, tasks: set[int]) -> dict[int, dict[str, Any]]:
-    """Per task, over the subject topics: committed offsets, ends (last stable offsets), records and seconds."""
+async def _task_lag(settings: Settings, group: str, tasks: set[int], subscribed: set[str]) -> dict[int, dict[str, Any]]:
+    """Per task, over the subject topics (those the members subscribe to; without members, the settings'):
+    committed offsets, ends (last stable offsets), records and seconds."""
     names = settings.topics
-    topics = [names.submissions, names.advisor_recommendations]
+    topics = sorted(subscribed) or [names.submissions, names.advisor_recommendations]
     admin = admin_client(settings.kafka)
     await admin.start()
     try:
@@ -147,7 +153,8 @@ async def describe_group(settings: Settings, urls: list[str] | None = None) -> d
     if error_code:
         raise ServiceError(f"group {group}: DescribeGroups failed with error code {error_code}")
     members = _members(raw_members, protocol_type)
-    lag = await _task_lag(settings, group, {task for m in members for task in m.tasks})
+    tasks = {task for m in members for task in m.tasks}
+    lag = await _task_lag(settings, group, tasks, {topic for m in members for topic in m.topics})
     asked = urls or [m.url for m in members if m.url]
     bearer = settings.explain_bearer()
     statuses = await asyncio.gather(*(asyncio.to_thread(_status, url, bearer) for url in asked))

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -22,6 +23,7 @@ from kafka_support import EXAMPLES, KafkaWorld, Record, running, stable, wait_fo
 
 import streams.service
 from streams.apply.convert import ApplyContext, convert
+from streams.cli import main
 from streams.describe import describe_group, render_table
 from streams.forwarding import FORWARDED_TO
 from streams.kafka.admin import create_topics
@@ -126,7 +128,9 @@ async def _decided(world: KafkaWorld) -> None:
     await world.collect(topic, lambda got: wanted <= {r.key for r in got})
 
 
-async def test_any_replica_explains_and_evaluates_what_ifs_without_changing_anything(world: KafkaWorld) -> None:
+async def test_any_replica_explains_and_evaluates_what_ifs_without_changing_anything(
+    world: KafkaWorld, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
     world.partitions = 3
     await _seeded(world)
     async with _three(world) as processors:
@@ -168,6 +172,11 @@ async def test_any_replica_explains_and_evaluates_what_ifs_without_changing_anyt
         rule = what_ifs["PlacementRule/apps/db"]
         assert rule["exists"] and rule["decision"]["advisors"] == ["veto"]
         assert rule["changes"]["advisors"] == {"added": [], "removed": ["cpu"]}
+        document = tmp_path / "web.yaml"
+        document.write_bytes(documents["Placement/apps/web"])
+        assert await asyncio.to_thread(main, ["what-if", "-f", str(document), "--url", urls[2]]) == 0
+        printed = orjson.loads(capsysbinary.readouterr().out)
+        assert without(stable(printed), {"deadline"}) == without(stable(web), {"deadline"})
         new = await _ask(f"{urls[0]}/what-if", _placement("brand-new", clusters=1))
         assert new[0] == 200 and not new[1]["exists"] and new[1]["current"] is None
 
@@ -222,7 +231,7 @@ class _GatedReader(AIOKafkaConsumer):  # type: ignore[misc]
 
 
 async def test_describe_lists_members_tasks_lag_and_a_restore_in_progress(
-    world: KafkaWorld, monkeypatch: pytest.MonkeyPatch
+    world: KafkaWorld, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     world.partitions = 4
     await _seeded(world)
@@ -242,6 +251,11 @@ async def test_describe_lists_members_tasks_lag_and_a_restore_in_progress(
         assert any(m["status"]["lastCommitAt"] and m["status"]["lastDecisionAt"] for m in members)
         assert sum(m["status"]["subjects"] for m in members) > PLACEMENTS
         assert "LAG RECORDS" in render_table(described)
+        # the command: the group's topics come from the members' subscriptions, the addresses from their metadata
+        command = ["describe", "--bootstrap", world.bootstrap, "--group", world.group]
+        assert await asyncio.to_thread(main, command) == 0
+        table = capsys.readouterr().out
+        assert all(_url(p) in table for p in processors) and "LAG SECONDS" in table
 
         readers: list[_GatedReader] = []
 
