@@ -92,6 +92,8 @@ def route(
         )
     if joining:
         return Refuse(503, f"the group is rebalancing; task {task}'s owner is not known yet, try again shortly")
+    if directory.generation == 0:
+        return Refuse(503, "this instance has not joined the group yet; try again shortly")
     if not directory.known:
         return Refuse(
             503,

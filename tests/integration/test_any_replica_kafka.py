@@ -310,3 +310,10 @@ async def test_describe_lists_members_tasks_lag_and_a_restore_in_progress(
                 readers[0].gate.set()
             fourth.request_stop()
             await asyncio.wait_for(run, 30)
+
+        # the fourth left: the map follows, and every one of the three answers for every subject again
+        await _settled(processors)
+        for url in (_url(p) for p in processors):
+            for key in SUBJECTS:
+                status, _, _ = await _ask(f"{url}/explain/{quote(key, safe='')}")
+                assert status == 200, (url, key)

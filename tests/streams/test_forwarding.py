@@ -16,8 +16,10 @@ DIRECTORY = MemberDirectory(
         Member("new-1", None, "2.0.0", (3,)),
     ),
     known=True,
+    generation=3,
 )
-UNKNOWN = MemberDirectory()
+UNKNOWN = MemberDirectory(generation=3)
+"""What an assignment from a leader of an earlier release leaves."""
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,7 @@ UNKNOWN = MemberDirectory()
         (2, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "member old-1 (an earlier release)")),
         (3, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "member new-1 (release 2.0.0)")),
         (4, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "no member owns task 4")),
+        (1, Locality.ELSEWHERE, MemberDirectory(), False, None, Refuse(503, "has not joined the group yet")),
         (0, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "being assigned to this instance")),
     ],
 )
