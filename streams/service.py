@@ -149,7 +149,7 @@ class Processor:
             self.metrics,
             self.health.alive,
             lambda: self.ready,
-            self._explain,
+            None,  # /explain is the replica's
             self.settings.explain_bearer(),
             limits=self.settings.http_limits(),
             metrics_max_age=self.settings.metrics_max_age_ms / 1000,
@@ -333,10 +333,6 @@ class Processor:
         new = [subject for subject in subjects if subject not in cache]
         cache.update(zip(new, partitions_of(new, self.partitions), strict=True))
         return [cache[subject] for subject in subjects]
-
-    def _explain(self, key: str) -> dict[str, Any] | None:
-        runtime = self.runtime
-        return None if runtime is None else runtime.explain(key, utcnow())
 
     # --- helpers ----------------------------------------------------------------------------------
     def _require_runtime(self) -> Runtime:
