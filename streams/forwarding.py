@@ -110,8 +110,12 @@ def route(
             f"task {task} is owned by member {owner.member_id}{release}, which advertises no HTTP address: ask"
             " it directly",
         )
-    if owner.url == own_url:
-        return Refuse(503, f"task {task} is being assigned to this instance; try again shortly")
+    if owner.url == own_url:  # a map older than this instance's assignment, or two members sharing an address
+        return Refuse(
+            503,
+            f"task {task} is owned by member {owner.member_id}, which advertises this instance's own address"
+            f" {own_url}: give each instance an address the others reach (PLACEMENT_ADVERTISED_URL)",
+        )
     return Forward(owner.url, owner.member_id)
 
 

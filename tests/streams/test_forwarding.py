@@ -36,7 +36,7 @@ UNKNOWN = MemberDirectory(generation=3)
         (3, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "member new-1 (release 2.0.0)")),
         (4, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "no member owns task 4")),
         (1, Locality.ELSEWHERE, MemberDirectory(), False, None, Refuse(503, "has not joined the group yet")),
-        (0, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "being assigned to this instance")),
+        (0, Locality.ELSEWHERE, DIRECTORY, False, None, Refuse(503, "advertises this instance's own")),
     ],
 )
 def test_route(
