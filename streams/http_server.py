@@ -343,6 +343,8 @@ class ThreadedHttpServer:
             raise _BodyTooLarge(f"the body is over {limit} bytes")
         loop, size = asyncio.get_running_loop(), 0
         chunks: list[bytes] = []
+        if parser.they_are_waiting_for_100_continue:  # curl asks before sending a body over 1 KiB
+            await loop.sock_sendall(client, b"HTTP/1.1 100 Continue\r\n\r\n")
         while True:
             event = parser.next_event()
             if event is h11.NEED_DATA:

@@ -5,6 +5,7 @@ answers at once and openly."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -58,3 +59,26 @@ async def test_routes_before_joining(
     status, message = await call(base + path, body, token)
     assert status == expected[0], message
     assert expected[1] in message
+
+
+def _exchange(port: int, head: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """Send `head`, read the interim answer, then send `body` and read the rest."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        interim = sock.recv(1024)
+        sock.sendall(body)
+        rest = b""
+        while chunk := sock.recv(65536):
+            rest += chunk
+    return interim, rest
+
+
+async def test_a_client_expecting_100_continue_is_told_to_send_its_body(base: str) -> None:
+    body = (EXAMPLES / "placement.yaml").read_bytes()
+    head = (
+        f"POST /what-if HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n"
+        "Expect: 100-continue\r\n\r\n"
+    ).encode()
+    interim, rest = await asyncio.to_thread(_exchange, int(base.rsplit(":", 1)[1]), head, body)
+    assert interim.startswith(b"HTTP/1.1 100 Continue")
+    assert rest.startswith(b"HTTP/1.1 503") and b"has not joined the group yet" in rest
