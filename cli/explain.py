@@ -64,7 +64,7 @@ def _explain_replayed(args: argparse.Namespace, key: str) -> dict[str, Any] | No
 
 
 def _explain_remote(url: str, key: str) -> dict[str, Any] | None:
-    """The processor that owns the placement answers; another instance answers 404."""
+    """Any instance answers: the owner of the subject, or another forwarding to it (platform P17)."""
     from streams.http import http_get
     from streams.settings import load_settings
 

@@ -1,5 +1,5 @@
 """`placement-stream` command line: run, replay, explain, schemas, check-config, broker, apply, delete,
-manifests, watch, repartition, demo."""
+manifests, watch, repartition, what-if, describe, demo."""
 
 from __future__ import annotations
 
@@ -46,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
     text = "publish a Kubernetes API server's OCM objects as apply -f would, continuously (list, then watch)"
     add_watch_arguments(sub.add_parser("watch", help=text, description=text))
 
+    from cli.describe import add_arguments as add_describe_arguments
+    from cli.whatif import add_arguments as add_what_if_arguments
+
+    text = "what a Placement, PlacementRule or pod would get on the fleet as it is now, asked of any replica"
+    add_what_if_arguments(sub.add_parser("what-if", help=text, description=text))
+    text = "the group's members, task ownership, lag, restores, last commits and dead letters"
+    add_describe_arguments(sub.add_parser("describe", help=text, description=text))
+
     demo = sub.add_parser("demo", help="local broker + processor + example advisors + example events")
     demo.add_argument("--keep-running", action="store_true", help="keep processing after the examples")
     demo.add_argument("--deployed-dir", type=Path, help="where the example deployer writes (.cache/demo-deployed)")
@@ -89,6 +97,18 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(keep_running=args.keep_running, deployed=args.deployed_dir)
 
 
+def _what_if(args: argparse.Namespace) -> int:
+    from cli.whatif import main_from_args
+
+    return main_from_args(args)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from cli.describe import main_from_args
+
+    return main_from_args(args)
+
+
 _COMMANDS: dict[str, Command] = {
     **SERVICE_COMMANDS,
     "explain": explain,
@@ -97,4 +117,6 @@ _COMMANDS: dict[str, Command] = {
     "delete": _apply,
     "watch": _watch,
     "demo": _demo,
+    "what-if": _what_if,
+    "describe": _describe,
 }

@@ -35,6 +35,8 @@ __all__ = [
     "Step",
     "SubjectEngine",
     "TimedEngine",
+    "WhatIf",
+    "WhatIfEngine",
 ]
 
 S = TypeVar("S")
@@ -232,6 +234,27 @@ class ExplainingEngine(Protocol):
 
     def explain(self, key: str, state: Any, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one subject against the current inputs; pure, publishes nothing."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """What one subject event would decide, not applied: `decision` and `current` in the same shape, so a reader
+    can tell what would change (None: no decision, e.g. the subject would be gone or has none yet)."""
+
+    decision: dict[str, Any] | None
+    current: dict[str, Any] | None
+    explanation: dict[str, Any] | None
+    """The engine's explain document of the subject as the event would leave it."""
+
+
+@runtime_checkable
+class WhatIfEngine(Protocol):
+    """An engine that can answer "what would this event decide?" against the current inputs (the live what-if)."""
+
+    def what_if(self, key: str, state: Any, event: DecodedEvent, ctx: EngineContext) -> WhatIf:
+        """Evaluate `event` on `state` without applying it: no state, index or published answer changes (caches
+        derived from specs may be filled); the same budgets apply as to a decision."""
         ...
 
 

@@ -1,10 +1,11 @@
-"""The service's HTTP endpoint: /metrics, /healthz (= /livez), /readyz and /explain/<subject key>; and the GET
-its clients (`explain --url`, benchmarks, tests) read it with.
+"""The service's HTTP endpoint: /metrics, /healthz (= /livez), /readyz and /explain/<subject key> (with a replica,
+also /what-if and /status: replica.py); and the GET and POST its clients (`explain --url`, benchmarks, tests)
+read it with.
 
 The server (`streams/http_server.py`) runs in a thread of its own, with bounded connections, header sizes and
 times. The probes read the processor's health where they run; /metrics serves a page rendered at most once per
-`metrics_max_age` seconds, in a worker thread, so a crowd of scrapers costs one rendering; /explain runs on the
-processor's event loop, where the runtime it reads is changed.
+`metrics_max_age` seconds, in a worker thread, so a crowd of scrapers costs one rendering; a bare explain
+callable runs on the processor's event loop, a replica's explain in the engine's thread under the batch lock.
 
 The probes and metrics are safe to expose; /explain shows placement internals (scores, candidates, reasons), so it
 can require a bearer token, compared in constant time.
@@ -20,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 import orjson
@@ -31,7 +32,10 @@ from engine.runtime.routing import explain_key
 from streams.http_server import HttpLimits, Request, Response, ThreadedHttpServer
 from streams.metrics import Metrics
 
-__all__ = ["HealthServer", "HttpLimits", "MetricsPage", "http_get"]
+if TYPE_CHECKING:
+    from streams.replica import Replica
+
+__all__ = ["HealthServer", "HttpLimits", "MetricsPage", "http_call", "http_get"]
 
 _JSON = "application/json"
 _STOP_SECONDS = 5.0
@@ -82,7 +86,10 @@ class HealthServer:
         *,
         limits: HttpLimits | None = None,
         metrics_max_age: float = 1.0,
+        replica: Replica | None = None,
     ) -> None:
+        """With `replica`, /explain, /what-if and /status are the replica's (any replica answers, replica.py)."""
+        self._replica = replica
         self._metrics = metrics
         self._explain = explain
         self._explain_token = explain_token.encode() if explain_token else None
@@ -101,6 +108,8 @@ class HealthServer:
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the bound port (useful with port 0 in tests). /explain runs on the caller's loop."""
         self._owner = asyncio.get_running_loop()
+        if self._replica is not None:
+            self._replica.start(self._owner)
         metrics = self._metrics
         self._server = ThreadedHttpServer(self._route, self._limits, metrics.http_rejected, metrics.http_connections)
         return await asyncio.to_thread(self._server.start, host, port)
@@ -115,10 +124,14 @@ class HealthServer:
         path = request.target.split("?", 1)[0]
         if path == "/metrics":
             return Response(200, await self._page.get(), CONTENT_TYPE_LATEST)
+        replica = self._replica
+        if replica is not None and (path.startswith("/explain/") or path in ("/what-if", "/status")):
+            if path != "/status" and not self._authorized(request.authorization):
+                return _unauthorized(path)
+            return await replica.handle(request, path)
         if path.startswith("/explain/") and self._explain is not None:
             if not self._authorized(request.authorization):
-                error = _error("/explain needs an Authorization: Bearer token")
-                return Response(401, error, _JSON, (("WWW-Authenticate", "Bearer"),))
+                return _unauthorized("/explain")
             return await self._explained(self._explain, unquote(path.removeprefix("/explain/")))
         if path in ("/healthz", "/livez"):
             ok = self._alive()
@@ -173,6 +186,12 @@ def _explain_answer(explain: Callable[[str], dict[str, Any] | None], text: str) 
     return Response(200, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", _JSON)
 
 
+def _unauthorized(path: str) -> Response:
+    """401 for /explain (or /what-if) without the bearer token."""
+    error = _error(f"/{path.lstrip('/').split('/', 1)[0]} needs an Authorization: Bearer token")
+    return Response(401, error, _JSON, (("WWW-Authenticate", "Bearer"),))
+
+
 def _error(message: str) -> bytes:
     return orjson.dumps({"error": message}) + b"\n"
 
@@ -184,9 +203,19 @@ def http_get(url: str, timeout: float, bearer: str | None = None) -> tuple[int, 
     Raises:
         OSError: nothing answered (urllib's URLError is one).
     """
+    return http_call(url, timeout, bearer)
+
+
+def http_call(
+    url: str, timeout: float, bearer: str | None = None, body: bytes | None = None, content_type: str = _JSON
+) -> tuple[int, bytes]:
+    """`http_get`, or a POST of `body` when one is given."""
     try:
         headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
+        if body is not None:
+            headers["Content-Type"] = content_type
+        request = urllib.request.Request(url, data=body, headers=headers, method="GET" if body is None else "POST")
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()

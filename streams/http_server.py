@@ -61,6 +61,8 @@ class HttpLimits:
     max_requests_per_second: float = 100.0
     """Requests are answered at most this often, evenly spaced: what clients in a loop cost the process (its
     interpreter lock included) stays bounded, however many they are."""
+    max_body_bytes: int = 1024 * 1024
+    """Bound on a request's body (a what-if document); past it the answer is 413."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,17 @@ class Request:
     method: str
     target: str
     authorization: bytes = b""
+    body: bytes = b""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    """Every header, names lower-case (as h11 gives them)."""
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of header `name` (lower-case), None when absent."""
+        return next((value for key, value in self.headers if key == name), None)
+
+
+class _BodyTooLarge(Exception):
+    """The request's body is over `max_body_bytes`."""
 
 
 @dataclass(frozen=True)
@@ -269,9 +282,12 @@ class ThreadedHttpServer:
             async with asyncio.timeout(self._limits.timeout_seconds):
                 request = await self._receive(client)
             state.receiving = False
-        except h11.RemoteProtocolError as exc:
-            status = exc.error_status_hint if exc.error_status_hint in (400, 431) else 400
-            reason = "header_too_large" if status == 431 else "bad_request"
+        except (h11.RemoteProtocolError, _BodyTooLarge) as exc:
+            if isinstance(exc, _BodyTooLarge):
+                status, reason = 413, "body_too_large"
+            else:
+                status = exc.error_status_hint if exc.error_status_hint in (400, 431) else 400
+                reason = "header_too_large" if status == 431 else "bad_request"
             self._rejections.note(reason, str(exc))
             message = f"{HTTPStatus(status).phrase}: {exc}\n".encode()
             await self._send(client, Response(status, message).encode())
@@ -306,9 +322,41 @@ class ThreadedHttpServer:
             if event is h11.NEED_DATA:
                 parser.receive_data(await loop.sock_recv(client, _RECEIVE_BYTES))
             elif isinstance(event, h11.Request):
-                authorization = next((v for k, v in event.headers if k == b"authorization"), b"")
-                return Request(event.method.decode("ascii", "replace"), event.target.decode("latin-1"), authorization)
+                headers = tuple((bytes(k), bytes(v)) for k, v in event.headers)
+                authorization = next((v for k, v in headers if k == b"authorization"), b"")
+                body = await self._body(client, parser, headers)
+                if body is None:
+                    return None
+                method, target = event.method.decode("ascii", "replace"), event.target.decode("latin-1")
+                return Request(method, target, authorization, body, headers)
             else:  # the client closed before a whole request
+                return None
+
+    async def _body(
+        self, client: socket.socket, parser: h11.Connection, headers: tuple[tuple[bytes, bytes], ...]
+    ) -> bytes | None:
+        """The request's body, within `max_body_bytes` (a declared length over it is refused before reading);
+        None when the client closed first."""
+        limit = self._limits.max_body_bytes
+        declared = next((v for k, v in headers if k == b"content-length"), b"0")
+        if declared.isdigit() and int(declared) > limit:
+            raise _BodyTooLarge(f"the body is over {limit} bytes")
+        loop, size = asyncio.get_running_loop(), 0
+        chunks: list[bytes] = []
+        if parser.they_are_waiting_for_100_continue:  # curl asks before sending a body over 1 KiB
+            await loop.sock_sendall(client, b"HTTP/1.1 100 Continue\r\n\r\n")
+        while True:
+            event = parser.next_event()
+            if event is h11.NEED_DATA:
+                parser.receive_data(await loop.sock_recv(client, _RECEIVE_BYTES))
+            elif isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > limit:
+                    raise _BodyTooLarge(f"the body is over {limit} bytes")
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(chunks)
+            else:
                 return None
 
     async def _send(self, client: socket.socket, data: bytes) -> None:

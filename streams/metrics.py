@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -135,13 +136,27 @@ class Metrics:
         self.http_rejected = Counter(
             "placement_http_rejected",
             "HTTP requests refused or failed, by reason (too_many_connections, idle_evicted, header_too_large,"
-            " bad_request, timeout, reset, socket_error, accept_failed)",
+            " bad_request, body_too_large, timeout, reset, socket_error, accept_failed)",
             ["reason"],
             registry=r,
         )
         self.http_connections = Gauge("placement_http_connections", "Open connections to the HTTP endpoint", registry=r)
         self.build_info = Gauge("placement_stream_build_info", "The running release; always 1", ["version"], registry=r)
         self.build_info.labels(VERSION).set(1)
+        self._lag_series: set[tuple[str, int]] = set()
+        """(topic, partition) of the lag series set so far: those of partitions given away are removed."""
+        self.last_commit_at: float | None = None
+        """Wall-clock time of the last committed task transaction (for /status)."""
+        self.last_decision_at: float | None = None
+        """Wall-clock time of the last committed transaction that published a decision (for /status)."""
+
+    def transaction_committed(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
+        """A task transaction committed with the records `tally` counted."""
+        self.transactions.labels("committed").inc()
+        self.count_produced(tally, topic_name)
+        self.last_commit_at = time.time()
+        if tally.topics.get(TopicRole.DECISIONS):
+            self.last_decision_at = self.last_commit_at
 
     def count_produced(self, tally: OutputTally, topic_name: Callable[[TopicRole], str]) -> None:
         """Add records that are now committed (or sent outside any transaction)."""
@@ -163,7 +178,18 @@ class Metrics:
         last committed there (or started from). Nothing here awaits: a rebalance runs beside the loop and can
         take a partition during any await, and `position()` of a partition not yet positioned waits for the
         broker, which may be away."""
-        for tp in consumer.assignment():
+        assigned = consumer.assignment()
+        self.keep_lag({tp.partition for tp in assigned})
+        for tp in assigned:
             at, stable = consumed.get(tp), consumer.last_stable_offset(tp)
             if at is not None and stable is not None and stable >= 0:
                 self.lag.labels(tp.topic, str(tp.partition)).set(max(0, stable - at))
+                self._lag_series.add((tp.topic, tp.partition))
+
+    def keep_lag(self, partitions: Collection[int]) -> None:
+        """Remove the lag series of partitions other than `partitions` (given away in a rebalance): a gauge left
+        at its last value would report lag that no instance has."""
+        for topic, partition in sorted(self._lag_series):
+            if partition not in partitions:
+                self.lag.remove(topic, str(partition))
+                self._lag_series.discard((topic, partition))

@@ -134,8 +134,7 @@ class Publisher:
             stages.labels("send").observe(sending)
             stages.labels("commit").observe(time.perf_counter() - started)
         for tally in tallies:
-            self._metrics.transactions.labels("committed").inc()
-            self._metrics.count_produced(tally, self._topic_of)
+            self._metrics.transaction_committed(tally, self._topic_of)
         for task in transactions.committed:
             self._health.failing_tasks.discard(task)
             self._guard.committed(task, positions)

@@ -29,6 +29,7 @@ from streams.kafka.admin import setup_topics
 from streams.kafka.assignment import TaskOwnership
 from streams.kafka.barrier import InventoryBarrier
 from streams.kafka.clients import group_consumer, loose_producer
+from streams.kafka.membership import MemberDirectoryAssignor
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
 from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
@@ -40,9 +41,11 @@ from streams.loop import ProcessingLoop
 from streams.metrics import Metrics
 from streams.publisher import Publisher
 from streams.queueconfig import QueueConfigFile
+from streams.replica import Replica
 from streams.settings import Settings
 from streams.tracing import Tracing, from_environment
 from streams.tuning import tune_garbage_collector, tune_switch_interval
+from streams.version import VERSION
 
 __all__ = ["Processor"]
 
@@ -106,6 +109,8 @@ class Processor:
         self._loose: AIOKafkaProducer | None = None
         self._ownership: TaskOwnership | None = None
         self._watch: asyncio.Task[None] | None = None
+        self.assignor = MemberDirectoryAssignor(settings.advertised(), VERSION)
+        """Range's assignment, sharing the members' HTTP addresses (any replica answers, platform P17)."""
         self.tracing = tracing or from_environment(
             os.environ, group=settings.kafka.group_id, decisions_topic=self._names.decisions
         )
@@ -144,10 +149,11 @@ class Processor:
             self.metrics,
             self.health.alive,
             lambda: self.ready,
-            self._explain,
+            None,  # /explain is the replica's
             self.settings.explain_bearer(),
             limits=self.settings.http_limits(),
             metrics_max_age=self.settings.metrics_max_age_ms / 1000,
+            replica=Replica(self, self.assignor, self.settings.http_timeout_seconds),
         )
         work = asyncio.create_task(self._work(http))
         stop = asyncio.create_task(self._stop.wait())
@@ -202,7 +208,7 @@ class Processor:
         # (a restored partition is paused, so the restorer does not poll while idle)
         self._restorer = new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=5)
         await self._restorer.start()
-        self._consumer = group_consumer(kafka)
+        self._consumer = group_consumer(kafka, self.assignor)
         await self._consumer.start()
         self._ownership = TaskOwnership(
             runtime=self._require_runtime(),
@@ -327,10 +333,6 @@ class Processor:
         new = [subject for subject in subjects if subject not in cache]
         cache.update(zip(new, partitions_of(new, self.partitions), strict=True))
         return [cache[subject] for subject in subjects]
-
-    def _explain(self, key: str) -> dict[str, Any] | None:
-        runtime = self.runtime
-        return None if runtime is None else runtime.explain(key, utcnow())
 
     # --- helpers ----------------------------------------------------------------------------------
     def _require_runtime(self) -> Runtime:

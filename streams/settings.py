@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,10 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz, /livez and /readyz; 0 disables the endpoint."""
+    advertised_url: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(/[^\s]*)?$")
+    """Where the other instances and `describe` reach this instance's HTTP endpoint (carried in the group's member
+    metadata, platform P17); unset: `http://<http_host>:<http_port>`, with the host's name when listening on
+    every address. In Kubernetes, the pod's stable DNS name."""
     explain_token: SecretStr | None = None
     """When set (or `explain_token_file`), /explain answers only requests with `Authorization: Bearer <token>`:
     it shows placement internals, while /metrics, /healthz, /livez and /readyz stay open to probes and scrapers."""
@@ -151,6 +156,15 @@ class Settings(BaseSettings):
                 raise SettingsError(f"explain_token_file {self.explain_token_file} is empty")
             return token
         return self.explain_token.get_secret_value() if self.explain_token else None
+
+    def advertised(self) -> str | None:
+        """The advertised HTTP address (see `advertised_url`); None without an endpoint."""
+        if self.advertised_url:
+            return self.advertised_url.rstrip("/")
+        if not self.http_port:
+            return None
+        host = socket.gethostname() if self.http_host in ("0.0.0.0", "::", "") else self.http_host
+        return f"http://[{host}]:{self.http_port}" if ":" in host else f"http://{host}:{self.http_port}"
 
     def http_limits(self) -> HttpLimits:
         """The HTTP endpoint's bounds."""

@@ -19,7 +19,14 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from cli.apply.convert import (
+from cli.apply.files import manifest_files
+from connection.security import connection_options
+from streams.errors import ServiceError
+from streams.kafka.admin import ensure_topics
+from streams.kafka.clients import admin_client
+from streams.settings import Settings, load_settings
+from topics.names import TopicRole
+from topics.objects.convert import (
     CONVERTERS,
     ApplyContext,
     ConversionError,
@@ -29,13 +36,7 @@ from cli.apply.convert import (
     convert,
     resource_converter,
 )
-from cli.apply.documents import Document, DocumentError, manifest_files, parse_documents
-from connection.security import connection_options
-from streams.errors import ServiceError
-from streams.kafka.admin import ensure_topics
-from streams.kafka.clients import admin_client
-from streams.settings import Settings, load_settings
-from topics.names import TopicRole
+from topics.objects.documents import Document, DocumentError, parse_documents
 
 __all__ = [
     "ApplyRequest",

@@ -1,6 +1,6 @@
 """From API objects to the records `apply -f` publishes, and to what differs from what was published.
 
-Pure: the conversion is `cli.apply.convert`'s own; this module only decides which objects are taken, strips
+Pure: the conversion is `topics.objects.convert`'s own; this module only decides which objects are taken, strips
 what changes on every write without changing what the processor reads, and compares with `Published`.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cli.apply.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, Outgoing
 from cli.watch.kinds import HANDOVER_ANNOTATION, WatchedKind, handed_over
 from cli.watch.published import Entry, Published, digest_of
+from topics.objects.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, Outgoing
 
 __all__ = ["WATCH_SOURCE", "Change", "change_of_deletion", "change_of_object", "changes_of_list", "object_id"]
 

@@ -20,13 +20,13 @@ from aiokafka.errors import KafkaError
 from lightkube import AsyncClient, KubeConfig
 
 from cli.apply.command import prepare_topics, send_record, start_producer
-from cli.apply.convert import Outgoing
 from cli.watch.follow import Follower
 from cli.watch.kinds import HANDOVER_ANNOTATION, watched_kinds
 from cli.watch.published import Published
 from connection.kubernetes import kube_config
 from streams.settings import Settings
 from topics.names import TopicRole
+from topics.objects.convert import Outgoing
 
 __all__ = ["Sender", "WatchOptions", "add_arguments", "kube_config", "run_watch", "watch_forever"]
 

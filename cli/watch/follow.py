@@ -19,10 +19,10 @@ import httpx2
 from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
-from cli.apply.convert import Outgoing
 from cli.watch.changes import Change, change_of_deletion, change_of_object, changes_of_list
 from cli.watch.kinds import WatchedKind
 from cli.watch.published import Published, in_doubt
+from topics.objects.convert import Outgoing
 
 __all__ = ["Follower", "Send"]
 

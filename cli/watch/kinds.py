@@ -1,6 +1,6 @@
 """The kinds `watch` follows, and which of their objects it takes.
 
-Each is a kind `apply -f` converts (`cli.apply.convert.CONVERTERS`); the API version is the one upstream
+Each is a kind `apply -f` converts (`topics.objects.convert.CONVERTERS`); the API version is the one upstream
 serves. A Placement is taken only when it is handed over to an external scheduler with upstream's annotation,
 so upstream's controller and the processor never both decide it (unless `--all-placements`).
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cli.apply.convert import HYBRID, OCM
 from connection.kubernetes import HANDOVER_ANNOTATION, handed_over
+from topics.objects.convert import HYBRID, OCM
 
 __all__ = ["HANDOVER_ANNOTATION", "OCM_KINDS", "PLACEMENT_RULE", "POD", "WatchedKind", "handed_over", "watched_kinds"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from cli.apply.convert import Outgoing
 from streams.errors import ServiceError
+from topics.objects.convert import Outgoing
 
 __all__ = ["Entry", "Published", "digest_of", "in_doubt"]
 

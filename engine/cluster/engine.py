@@ -31,7 +31,7 @@ from engine.cluster.tracking.state import (
     peer_decided,
     placement_state_changes,
 )
-from engine.core import Emit, EngineContext, StatePart, Step
+from engine.core import Emit, EngineContext, StatePart, Step, WhatIf
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
 from topics.interning import ByIdentity
@@ -340,6 +340,16 @@ class ClusterPlacementEngine:
             (key, f"placement {key}: CEL evaluation stopped by its placement budget again ({streak} in a row)")
             for key, streak in sorted(repeated.items())
         ]
+
+    def what_if(self, key: str, state: PlacementState | None, event: DecodedEvent, ctx: EngineContext) -> WhatIf:
+        """The clusters the event's Placement would be given now (an explain evaluation: no decision is recorded,
+        and the CEL budget applies), next to the clusters of its published decision."""
+        step = self.on_event(key, state, event, ctx)
+        current = None if state is None or state.published is None else {"clusters": sorted(state.current())}
+        if step.state is None:
+            return WhatIf(None, current, None)
+        explained = self.explain(key, step.state, ctx)
+        return WhatIf({"clusters": sorted(explained["selected"])}, current, explained)
 
     def explain(self, key: str, state: PlacementState, ctx: EngineContext) -> dict[str, Any]:
         """Explain data of one placement against the current inputs, with the tracked Balance counts."""

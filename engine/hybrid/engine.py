@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from engine.core import Emit, EngineContext, Step
+from engine.core import Emit, EngineContext, Step, WhatIf
 from engine.hybrid.candidates import DEPLOYER, MANAGED_CLUSTER, CandidateError, Pool, generate
 from engine.hybrid.identity import Ref
 from engine.hybrid.output import candidates_proposed, decided, deleted, status_of
@@ -200,6 +200,14 @@ class HybridPlacementEngine:
         """Explain data of one rule, from its state alone (pure: no round is opened or closed)."""
         return explain_rule(key, state)
 
+    def what_if(self, key: str, state: RuleState | None, event: DecodedEvent, ctx: EngineContext) -> WhatIf:
+        """The rule's decisions and round after the event, next to its current ones; the states are immutable,
+        so applying the event to a copy is applying it to nothing."""
+        step = self.on_event(key, state, event, ctx)
+        explained = None if step.state is None else explain_rule(key, step.state)
+        current = None if state is None else explain_rule(key, state)
+        return WhatIf(_decision_of(explained), _decision_of(current), explained)
+
     # --- state ------------------------------------------------------------------------------------
     def dump_state(self, state: RuleState) -> dict[str, Any]:
         """JSON for the changelog."""
@@ -243,6 +251,18 @@ class HybridPlacementEngine:
             state = replace(state, published=state.decisions)
             emits.append(Emit(DECIDED, decided(state)))
         return Step(state, tuple(emits))
+
+
+def _decision_of(explained: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a what-if compares of a rule: its decisions, where its reduction stands and which advisors it asks."""
+    if explained is None:
+        return None
+    return {
+        "decisions": explained["decisions"],
+        "phase": explained["phase"],
+        "round": explained["round"],
+        "advisors": explained["advisors"]["expected"],
+    }
 
 
 def _timeout(ctx: EngineContext) -> timedelta:

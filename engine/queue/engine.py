@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from engine.core import Emit, EngineContext, StatePart, Step
+from engine.core import Emit, EngineContext, StatePart, Step, WhatIf
 from engine.errors import InvalidStateError
 from engine.queue.config import PartitionConfig, QueueConfig
 from engine.queue.names import normalize_partition
@@ -265,6 +265,22 @@ class QueueEngine:
     def explain(self, key: str, state: PartitionState, ctx: EngineContext) -> dict[str, Any]:
         """What the partition holds and the rule chain the next submission meets; built from state, pure."""
         return explain_partition(key, state, self._config)
+
+    def what_if(self, key: str, state: PartitionState | None, event: DecodedEvent, ctx: EngineContext) -> WhatIf:
+        """Where a submission would be placed (or why rejected) in the partition as it is, next to the queue the
+        application runs in now, if it does; pure, like every call of this engine."""
+        step = self.on_event(key, state, event, ctx)
+        app_id = getattr(event.data, "application_id", "")
+        running = None if state is None else state.applications.get(app_id)
+        current = None if running is None else {"application": app_id, "queue": running.queue, "rule": running.rule}
+        decision: dict[str, Any] | None = None
+        for emit in step.emits:
+            if isinstance(emit.data, ApplicationPlaced):
+                decision = {"application": app_id, "queue": emit.data.queue, "rule": emit.data.rule}
+            elif isinstance(emit.data, ApplicationRejected):
+                decision = {"application": app_id, "rejected": emit.data.reason}
+        explained = None if step.state is None else explain_partition(key, step.state, self._config)
+        return WhatIf(decision, current, explained)
 
     def dump_state(self, state: PartitionState) -> dict[str, Any]:
         """The state as JSON (see `dump_partition_state`)."""

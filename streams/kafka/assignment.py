@@ -19,6 +19,7 @@ from engine.runtime import Runtime
 from streams.health import Health
 from streams.kafka.group_offsets import StartPosition, fetch_committed, start_position
 from streams.kafka.peers import PeerChangelog
+from streams.kafka.restores import RestoreProgress
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.stale import StaleTasks
 from streams.kafka.tables import UnreadableEntries, changelog_sink, read_latest, seek_to_start
@@ -84,6 +85,8 @@ class TaskOwnership:
         self.positioned: dict[TopicPartition, int] = {}
         """Where the last assignment put each subject partition's consumer."""
         self._unreadable = UnreadableEntries()
+        self.restores = RestoreProgress()
+        """Restores in progress and the last of each task (/status)."""
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self, self._batch_lock)
@@ -109,6 +112,7 @@ class TaskOwnership:
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         self.assigned &= wanted
         self.stale.keep(wanted)
+        self._metrics.keep_lag(wanted)
         # grouped when a task is first dropped or taken (not for an assignment that keeps every task as it is);
         # the states change only here while the batch lock is held, each task's only when it is dropped or taken
         held = functools.cache(self._keys_by_task)
@@ -205,11 +209,16 @@ class TaskOwnership:
         changelog = TopicPartition(self._changelog_topic, partition)
         self._restorer.assign([changelog])
         restored: list[str] = []
-        with collector_paused_then_frozen(), runtime.restoring(restored) as restore:  # lives as long as the task
+        # the state lives as long as the task
+        with (
+            collector_paused_then_frozen(),
+            runtime.restoring(restored) as restore,
+            self.restores.restoring(partition) as progress,
+        ):
             sink = changelog_sink(
                 restore, "changelog entry", recorded, legacy_offsets=legacy, unreadable=self._unreadable
             )
-            await read_latest(self._restorer, [changelog], sink)
+            await read_latest(self._restorer, [changelog], sink, progress=progress.note)
         self._restorer.pause(changelog)  # read: an assigned partition would be fetched again and again
         took = time.perf_counter() - started
         self._metrics.task_restore.observe(took)

@@ -8,6 +8,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from connection.security import connection_options
+from streams.kafka.membership import MemberDirectoryAssignor
 from streams.settings import KafkaSettings
 
 __all__ = ["Records", "admin_client", "group_consumer", "loose_producer"]
@@ -33,10 +34,10 @@ def loose_producer(kafka: KafkaSettings) -> AIOKafkaProducer:
     )
 
 
-def group_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
+def group_consumer(kafka: KafkaSettings, assignor: MemberDirectoryAssignor | None = None) -> AIOKafkaConsumer:
     """The consumer-group member reading the subject topics: read_committed, offsets committed only inside the
     tasks' transactions, co-partitioned inputs assigned by range so one member owns a partition number on every
-    subject topic."""
+    subject topic; `assignor` (range's assignment) also shares the members' HTTP addresses (membership.py)."""
     return AIOKafkaConsumer(
         **connection_options(kafka),
         client_id=kafka.client_id,
@@ -47,6 +48,6 @@ def group_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
         isolation_level="read_committed",
         session_timeout_ms=kafka.session_timeout_ms,
         heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-        partition_assignment_strategy=(RangePartitionAssignor,),
+        partition_assignment_strategy=(assignor or RangePartitionAssignor,),
         fetch_max_wait_ms=kafka.fetch_max_wait_ms,
     )

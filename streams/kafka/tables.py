@@ -39,6 +39,8 @@ __all__ = [
 log = logging.getLogger("placement.tables")
 
 RecordSink = Callable[[Sequence[ConsumerRecord[bytes, bytes]]], Awaitable[None] | None]
+ReadProgress = Callable[[TopicPartition, int, int, int], None]
+"""Told after each chunk read: the partition, the next offset to read, the end offset aimed at, records read."""
 
 EntrySink = Callable[[str, bytes | None], None]
 """Applies one changelog entry (record key, value; None is a tombstone)."""
@@ -120,6 +122,7 @@ async def read_latest(
     *,
     timeout: float = 120.0,
     max_records: int = 5000,
+    progress: ReadProgress | None = None,
 ) -> int:
     """`read_to_end` from the start, with only each key's last record going to `sink`, once every partition is
     read, in the order of those last records (see the module docstring); the task offsets records go through as
@@ -138,7 +141,7 @@ async def read_latest(
             latest[slot] = record
         return sink(through) if through else None
 
-    count = await read_to_end(consumer, partitions, keep, timeout=timeout, max_records=max_records)
+    count = await read_to_end(consumer, partitions, keep, timeout=timeout, max_records=max_records, progress=progress)
     result = sink(list(latest.values())) if latest else None
     if result is not None:
         await result
@@ -183,6 +186,7 @@ async def read_to_end(
     from_beginning: bool = True,
     timeout: float = 120.0,
     max_records: int = 5000,
+    progress: ReadProgress | None = None,
 ) -> int:
     """Feed every record up to the end offsets captured now into `sink`; returns the record count."""
     if not partitions:
@@ -212,6 +216,8 @@ async def read_to_end(
                 result = sink(chunk)
                 if result is not None:
                     await result
+                if progress is not None:
+                    progress(tp, chunk[-1].offset + 1, end[tp], len(chunk))
             if len(chunk) < len(records):
                 # records past the target belong to the live tail: rewind so they are read again later
                 consumer.seek(tp, chunk[-1].offset + 1 if chunk else end[tp])

@@ -66,7 +66,8 @@ def _environment(documents: list[dict[str, Any]]) -> dict[str, str]:
         else:
             assert item["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}, item
             env[item["name"]] = POD
-    return env
+    # `$(NAME)` of a variable defined before, as Kubernetes expands it
+    return {name: re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), value) for name, value in env.items()}
 
 
 def _kubernetes_errors(document: dict[str, Any], version: str) -> list[str]:
@@ -161,6 +162,15 @@ def test_statefulset_pods_are_static_members_named_by_the_headless_service(
     (member,) = [e for e in _container(documents)["env"] if e["name"] == "PLACEMENT_KAFKA__GROUP_INSTANCE_ID"]
     assert member["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert f"{statefulset['metadata']['name']}-0" == POD
+
+
+def test_each_pod_advertises_its_stable_name_for_the_other_replicas(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    documents = rendered["defaults"]
+    headless = _one(documents, "Service", "-headless")["metadata"]["name"]
+    port = _container(documents)["ports"][0]["containerPort"]
+    advertised = _environment(documents)["PLACEMENT_ADVERTISED_URL"]
+    assert advertised == f"http://{POD}.{headless}.placement.svc:{port}"
+    assert Settings(advertised_url=advertised).advertised() == advertised
 
 
 async def test_probes_ask_paths_the_processor_answers(rendered: dict[str, list[dict[str, Any]]]) -> None:

@@ -27,6 +27,10 @@ from streams.metrics import Metrics
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_CHUNKS = b"".join(b"%x\r\n%s\r\n" % (60_000, b"x" * 60_000) for _ in range(20)) + b"0\r\n\r\n"
+"""1.2 MB sent in chunks, no length declared: the bound applies to what arrives."""
+
+
 @dataclass
 class Served:
     server: HealthServer
@@ -96,8 +100,14 @@ def http_errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
         (b"GET /livez HTTP/1.1\r\n" + b"X-Many: 1\r\n" * 4000 + b"\r\n", b"431", "header_too_large"),
         (b"NOT HTTP AT ALL\r\n\r\n", b"400", "bad_request"),
         (b"GET /livez HTTP/1.1\r\nno colon here\r\n\r\n", b"400", "bad_request"),
+        (b"POST /what-if HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", b"413", "body_too_large"),
+        (
+            b"POST /what-if HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + _CHUNKS,
+            b"413",
+            "body_too_large",
+        ),
     ],
-    ids=["1MB-header", "long-request-line", "many-headers", "garbage", "malformed-header"],
+    ids=["1MB-header", "long-request-line", "many-headers", "garbage", "malformed-header", "declared", "chunked"],
 )
 async def test_an_oversized_or_malformed_request_gets_a_4xx_and_one_line_without_traceback(
     caplog: pytest.LogCaptureFixture, request_bytes: bytes, status: bytes, reason: str

@@ -10,10 +10,11 @@ from typing import Any
 import orjson
 import pytest
 
-from cli.apply.documents import manifest_files, parse_documents
+from cli.apply.files import manifest_files
 from cli.main import main
 from streams.replay import Replayer
 from streams.settings import Settings
+from topics.objects.documents import parse_documents
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 EXAMPLE_FILES = ["clusters.yaml", "placement.yaml", "placementrule.yaml", "pods.yaml"]

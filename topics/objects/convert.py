@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from cli.apply.yunikorn import SCHEDULER_NAME, WORKLOAD_TEMPLATES, pod_of, submission_of
 from topics.codec import decode_event
 from topics.errors import ContractError
 from topics.events import EVENT_KINDS, versioned
 from topics.names import TopicRole
+from topics.objects.yunikorn import SCHEDULER_NAME, WORKLOAD_TEMPLATES, pod_of, submission_of
 
 __all__ = [
     "APPLY_SOURCE",

@@ -1,4 +1,5 @@
-"""Reading Kubernetes documents as `kubectl apply -f` does: files, directories, stdin, multi-document YAML, Lists.
+"""Reading Kubernetes documents as `kubectl apply -f` does: multi-document YAML or JSON, Lists (the files, directories
+and stdin that hold them are the CLI's, `cli/apply/files.py`).
 
 Timestamps stay strings: PyYAML would turn `2026-11-23T10:00:00Z` into a datetime, which is neither what the
 API server keeps nor JSON.
@@ -6,17 +7,12 @@ API server keeps nor JSON.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MANIFEST_SUFFIXES", "Document", "DocumentError", "manifest_files", "parse_documents"]
-
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-"""The files a directory contributes, as kubectl reads them."""
+__all__ = ["Document", "DocumentError", "parse_documents"]
 
 
 class _Loader(yaml.SafeLoader):
@@ -46,25 +42,6 @@ class Document:
 
 class DocumentError(ValueError):
     """A file cannot be read or parsed; the message names it."""
-
-
-def manifest_files(path: str, *, recursive: bool = False) -> list[tuple[str, bytes]]:
-    """Name and content of each file `-f PATH` names: the file, a directory's manifests (sorted), or stdin.
-
-    Raises:
-        DocumentError: the path cannot be read.
-    """
-    if path == "-":
-        return [("<stdin>", sys.stdin.buffer.read())]
-    root = Path(path)
-    if root.is_dir():
-        pattern = "**/*" if recursive else "*"
-        found = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-        return [(str(p), p.read_bytes()) for p in found]
-    try:
-        return [(path, root.read_bytes())]
-    except OSError as exc:
-        raise DocumentError(f"{path}: {exc.strerror or exc}") from exc
 
 
 def _is_list(body: Any) -> bool:

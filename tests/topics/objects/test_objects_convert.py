@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from cli.apply.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, convert, resource_converter
 from topics.names import TopicRole
+from topics.objects.convert import CONVERTERS, ApplyContext, ConversionError, NotApplicable, convert, resource_converter
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 OCM = "cluster.open-cluster-management.io"
