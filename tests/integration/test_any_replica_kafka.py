@@ -24,9 +24,9 @@ from kafka_support import EXAMPLES, KafkaWorld, Record, running, stable, wait_fo
 import streams.service
 from cli.describe import describe_group, render_table
 from cli.main import main
+from connection.security import connection_options
 from streams.forwarding import FORWARDED_TO
 from streams.kafka.admin import create_topics
-from streams.kafka.security import connection_options
 from streams.kafka.tasks import partition_of
 from streams.service import Processor
 from streams.settings import KafkaSettings, Settings
