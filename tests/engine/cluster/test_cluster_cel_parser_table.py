@@ -1,18 +1,30 @@
-"""The shipped CEL parse table: current, and parsing exactly as cel-python's own parser does."""
+"""The shipped CEL parse table: current, written the same by every build, and parsing exactly as cel-python's own
+parser does."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib import resources
 
 import lark
 import pytest
 from celpy.celparser import CELParser
 
-from engine.cluster.matching import cel_parser_table_data as shipped
 from engine.cluster.matching.cel_env import compile_expression
-from engine.cluster.matching.cel_parser_table import fingerprint, install_parser, load_parser
+from engine.cluster.matching.cel_parser_table import (
+    TABLE_FILE,
+    build_parser,
+    fingerprint,
+    install_parser,
+    load_parser,
+    shipped_table,
+    table_text,
+)
+
+SHIPPED_TABLE, SHIPPED_FINGERPRINT = shipped_table()
 
 # every construct of the grammar, and inputs it refuses at each stage (lexer, parser, end of input)
 PARSED = [
@@ -49,10 +61,17 @@ REFUSED = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _environment_made() -> None:
+    """cel-python's environment is made once per process, with the parser there is then: made before these tests
+    set the parser aside, so what they restore is a parser, and later tests in the process can compile."""
+    compile_expression("1 == 1")
+
+
 @pytest.fixture(scope="module")
 def parsers() -> Iterator[tuple[lark.Lark, lark.Lark]]:
     """(the shipped table's parser, the parser cel-python builds itself)."""
-    loaded = load_parser(shipped.TABLE, shipped.FINGERPRINT)
+    loaded = load_parser(SHIPPED_TABLE, SHIPPED_FINGERPRINT)
     assert loaded is not None, "the shipped table is stale: run scripts/cel_parser_table.py"
     installed = CELParser.CEL_PARSER
     CELParser.CEL_PARSER = None
@@ -72,7 +91,27 @@ def _positions(tree: lark.Tree[lark.Token]) -> list[tuple[object, ...]]:
 
 
 def test_the_shipped_table_is_for_the_installed_grammar_and_lark() -> None:
-    assert fingerprint() == shipped.FINGERPRINT, "the grammar, options or lark changed: run scripts/cel_parser_table.py"
+    assert fingerprint() == SHIPPED_FINGERPRINT, "the grammar, options or lark changed: run scripts/cel_parser_table.py"
+
+
+def test_regenerating_the_table_writes_the_shipped_bytes() -> None:
+    shipped = resources.files("engine.cluster.matching").joinpath(TABLE_FILE).read_bytes()
+    assert table_text(build_parser()).encode("ascii") == shipped, "run scripts/cel_parser_table.py"
+
+
+def test_builds_with_other_hash_seeds_write_the_same_bytes() -> None:
+    """Lark orders sets of its objects by hash and identity: the canonical numbering must undo that."""
+    probe = (
+        "import sys\n"
+        "from engine.cluster.matching.cel_parser_table import build_parser, table_text\n"
+        "sys.stdout.write(table_text(build_parser()))\n"
+    )
+    texts = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+        texts.add(done.stdout)
+    assert texts == {table_text(build_parser())}
 
 
 @pytest.mark.parametrize("text", PARSED)
@@ -98,7 +137,7 @@ def test_the_table_refuses_what_cel_python_refuses(parsers: tuple[lark.Lark, lar
     ("table", "why"),
     [
         (("not json", fingerprint()), "unreadable"),
-        ((shipped.TABLE, "0" * 64), "another lark or grammar"),
+        ((SHIPPED_TABLE, "0" * 64), "another lark or grammar"),
         (('{"data": {}, "memo": {}}', fingerprint()), "truncated"),
         (("[]", fingerprint()), "not a table"),
     ],
