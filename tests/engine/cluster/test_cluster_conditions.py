@@ -9,6 +9,7 @@ import pytest
 from cluster_builders import NOW
 
 from engine.cluster.pipeline.conditions import set_conditions
+from topics.interning import Interning
 from topics.k8s import Condition
 
 LATER = NOW + timedelta(minutes=5)
@@ -31,12 +32,12 @@ def _condition(status: str = "True", message: str = "m", reason: str = "R", **mo
 )
 def test_cluster_set_conditions_keeps_time_until_a_flip(new: Condition, time: object, same_object: bool) -> None:
     previous = _condition().model_copy(update={"last_transition_time": NOW})
-    (result,) = set_conditions([previous], [new], LATER)
+    (result,) = set_conditions([previous], [new], LATER, Interning())
     assert result.last_transition_time == time
     assert result.model_copy(update={"last_transition_time": None}) == new
     assert (result is previous) is same_object
 
 
 def test_cluster_set_conditions_new_type_gets_now() -> None:
-    (result,) = set_conditions([], [_condition()], LATER)
+    (result,) = set_conditions([], [_condition()], LATER, Interning())
     assert result.last_transition_time == LATER

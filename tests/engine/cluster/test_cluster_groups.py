@@ -16,6 +16,7 @@ from engine.cluster.tracking.events import group_statuses, page_objects
 from engine.cluster.tracking.state import DECISION_PART
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.codec import decode_event, dump_model
+from topics.interning import Interning
 from topics.names import TopicRole
 from topics.placement import PlacementDecided
 
@@ -161,7 +162,7 @@ def test_cluster_paging_is_byte_ordered_and_capped_at_100() -> None:
 def test_cluster_page_objects_and_group_status() -> None:
     spec = _strategy([_group("canary", {"tier": "canary"})])
     result = run(one_set_world(*GROUPED), a_placement(spec))
-    pages = page_objects("ns1", "placement1", result.pages)
+    pages = page_objects("ns1", "placement1", result.pages, Interning())
     assert pages[0] == {
         "apiVersion": "cluster.open-cluster-management.io/v1beta1",
         "kind": "PlacementDecision",

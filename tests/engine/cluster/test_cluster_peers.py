@@ -13,6 +13,7 @@ from engine.cluster import ClusterPlacementEngine
 from engine.cluster.tracking.state import DECISION_PART, peer_decided
 from engine.errors import InvalidStateError
 from engine.runtime import InputRecord, OutputRecord, Runtime
+from topics.interning import Interning
 from topics.names import TopicRole
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -126,7 +127,7 @@ def test_a_placement_counts_once_whichever_instance_owns_it() -> None:
 def test_peer_decided_reads_the_clusters_of_a_decision_entry(
     part: str, raw: dict[str, Any] | None, expected: set[str] | None
 ) -> None:
-    assert peer_decided(part, raw) == (None if expected is None else frozenset(expected))
+    assert peer_decided(part, raw, Interning()) == (None if expected is None else frozenset(expected))
 
 
 @pytest.mark.parametrize(
@@ -140,7 +141,7 @@ def test_peer_decided_reads_the_clusters_of_a_decision_entry(
 )
 def test_unreadable_peer_entries_are_refused(part: str, raw: dict[str, Any]) -> None:
     with pytest.raises(InvalidStateError):
-        peer_decided(part, raw)
+        peer_decided(part, raw, Interning())
     runtime = _instance()
     with pytest.raises(InvalidStateError):
         runtime.observe_peer(f"Placement/apps/web/{part}", orjson.dumps({"state": raw}))

@@ -21,6 +21,7 @@ from engine.cluster.tracking.state import (
 from engine.errors import InvalidStateError
 from engine.runtime import InputRecord, OutputRecord, Runtime
 from topics.codec import dump_model
+from topics.interning import Interning
 from topics.names import TopicRole
 from topics.placement import Placement
 
@@ -132,7 +133,7 @@ def test_the_entries_restore_the_state_in_order_and_after_compaction(runtime: Ru
 
 
 def test_a_decision_entry_before_any_placement_is_skipped() -> None:
-    assert load_placement_part(None, DECISION_PART, {"published": None, "due": None}) is None
+    assert load_placement_part(None, DECISION_PART, {"published": None, "due": None}, Interning()) is None
 
 
 def test_deletion_tombstones_remove_the_restored_state(runtime: Runtime) -> None:
@@ -160,7 +161,7 @@ def test_state_changes_follow_every_placement_entry_with_a_decision_entry(runtim
         (state, None, ["", DECISION_PART]),
     ]
     for old, new, parts in cases:
-        changes = placement_state_changes(old, new)
+        changes = placement_state_changes(old, new, runtime.interning)
         assert [part for part, _ in changes] == parts
         assert all((raw is None) == (new is None) for _, raw in changes)
 
@@ -169,8 +170,8 @@ def test_a_placement_entry_keeps_the_decision_restored_before_it(runtime: Runtim
     runtime.process([_placement()], T0)
     state = runtime.states[KEY]
     assert isinstance(state, PlacementState) and state.published is not None
-    raw = orjson.loads(orjson.dumps(placement_state_changes(None, state)[0][1]))
-    updated = load_placement_part(state, "", raw)
+    raw = orjson.loads(orjson.dumps(placement_state_changes(None, state, runtime.interning)[0][1]))
+    updated = load_placement_part(state, "", raw, runtime.interning)
     assert updated is not None and updated.published is state.published and updated.due == state.due
     assert updated.placement == state.placement and updated.placement is not state.placement
 
@@ -181,7 +182,7 @@ def test_a_whole_state_entry_from_before_the_parts_is_read_and_later_parts_apply
     whole = OutputRecord(
         TopicRole.CHANGELOG,
         KEY.encode(),
-        orjson.dumps({"kind": "Placement", "v": 1, "state": dump_placement_state(before)}),
+        orjson.dumps({"kind": "Placement", "v": 1, "state": dump_placement_state(before, runtime.interning)}),
         subject=KEY,
     )
     assert _restored([whole]) == {KEY: before}
@@ -216,7 +217,7 @@ def test_a_whole_state_entry_from_before_the_parts_is_read_and_later_parts_apply
 def test_unreadable_entries_are_refused(runtime: Runtime, part: str, raw: dict[str, Any]) -> None:
     runtime.process([_placement()], T0)
     with pytest.raises(InvalidStateError):
-        load_placement_part(runtime.states[KEY], part, raw)
+        load_placement_part(runtime.states[KEY], part, raw, runtime.interning)
 
 
 def test_restored_decisions_share_their_conditions_pages_and_names(runtime: Runtime) -> None:
@@ -226,7 +227,7 @@ def test_restored_decisions_share_their_conditions_pages_and_names(runtime: Runt
 
     def restored() -> PlacementState:
         raw = orjson.loads(decision.value or b"")["state"]  # new strings and dicts, as read from Kafka
-        loaded = load_placement_part(state, DECISION_PART, raw)
+        loaded = load_placement_part(state, DECISION_PART, raw, runtime.interning)
         assert loaded is not None and loaded.published is not None
         return loaded
 
@@ -238,9 +239,13 @@ def test_restored_decisions_share_their_conditions_pages_and_names(runtime: Runt
 
 
 def test_placements_with_equal_specs_share_one_compiled_spec() -> None:
+    interning = Interning()
+    engine = ClusterPlacementEngine()
+    engine.use_interning(interning)
+
     def compiled(name: str, clusters: int) -> object:
         data = {"metadata": {"name": name, "namespace": "apps"}, "spec": {"numberOfClusters": clusters}}
-        return ClusterPlacementEngine().compiled(f"Placement/apps/{name}", Placement.model_validate(data))
+        return engine.compiled(f"Placement/apps/{name}", Placement.model_validate(data, context=interning))
 
     assert compiled("a", 2) is compiled("b", 2)
     assert compiled("a", 2) is not compiled("a", 3)
@@ -261,9 +266,11 @@ def test_placements_with_equal_specs_share_one_compiled_spec() -> None:
 )
 def test_cluster_placement_entry_is_the_model_dump_whatever_shares_its_spec(raw: dict[str, Any]) -> None:
     """The Placement entry reuses its spec's JSON across Placements sharing the spec, byte for byte the dump."""
+    interning = Interning()
     for name in ("web", "api"):  # the second shares the first's spec object
-        placement = Placement.model_validate({**raw, "metadata": {**raw["metadata"], "name": name}})
-        entry = dump_placement_state(PlacementState(placement))["placement"]
+        data = {**raw, "metadata": {**raw["metadata"], "name": name}}
+        placement = Placement.model_validate(data, context=interning)
+        entry = dump_placement_state(PlacementState(placement), interning)["placement"]
         assert orjson.dumps(entry) == orjson.dumps(dump_model(placement))
 
 
@@ -333,13 +340,13 @@ def test_packed_pages_restore_their_clusters(runtime: Runtime, clusters: tuple[s
     assert isinstance(state, PlacementState) and state.published is not None
     page = replace(state.published.pages[0], clusters=clusters)
     published = replace(state.published, pages=(page,))
-    decision = placement_state_changes(state, replace(state, published=published))[-1][1]
+    decision = placement_state_changes(state, replace(state, published=published), runtime.interning)[-1][1]
     raw = orjson.loads(orjson.dumps(decision))
     assert raw["published"]["packedPages"] == [[page.name, page.group_name, page.group_index, *packed]]
-    loaded = load_placement_part(state, DECISION_PART, raw)
+    loaded = load_placement_part(state, DECISION_PART, raw, runtime.interning)
     assert loaded is not None and loaded.published is not None
     assert loaded.published.pages == (page,) and loaded.current() == frozenset(clusters)
-    assert peer_decided(DECISION_PART, raw) == frozenset(clusters)
+    assert peer_decided(DECISION_PART, raw, runtime.interning) == frozenset(clusters)
 
 
 @pytest.mark.parametrize(
@@ -351,7 +358,7 @@ def test_unreadable_packed_pages_are_refused(runtime: Runtime, packed: list[Any]
     runtime.process([_placement()], T0)
     raw = {"published": {"packedPages": packed, "selected": 1, "conditions": [], "evaluationTime": "2026-01-01"}}
     with pytest.raises(InvalidStateError):
-        load_placement_part(runtime.states[KEY], DECISION_PART, raw)
+        load_placement_part(runtime.states[KEY], DECISION_PART, raw, runtime.interning)
 
 
 _BEFORE_K3 = [
