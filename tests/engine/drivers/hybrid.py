@@ -1,4 +1,4 @@
-"""A pure, single-rule driver for the hybrid engine: what tables and what-if scripts use instead of Kafka.
+"""A pure, single-rule driver for the hybrid engine: what the tables and the conformance runner use instead of Kafka.
 
 Events go through the real codec (encode, then decode) so payloads are validated exactly as in the service, and
 timers fire at their due instant as the runtime fires them.

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cel_oracle import CostEvaluator
 from celpy.evaluation import CELEvalError
-from cluster_builders import a_cluster, one_set_world
 
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.matching.cel_closures import compile_closure
 from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError, costed_activation
 from engine.cluster.matching.cel_env import CelCompileError, compile_expression
+from tests.engine.cluster.cluster_builders import a_cluster, one_set_world
+from tests.engine.cluster.matching.cel_oracle import CostEvaluator
 
 LIST_30 = "[" + ",".join(map(str, range(30))) + "]"
 CLAIM = "kubeversion.open-cluster-management.io"

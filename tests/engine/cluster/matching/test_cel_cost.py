@@ -11,7 +11,6 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, decided, one_set_world, predicate_filtered, run
 
 from engine.cluster import ClusterPlacementEngine, PlacementState
 from engine.cluster.fleet.views import InventoryView
@@ -19,6 +18,16 @@ from engine.cluster.matching import cel_env
 from engine.cluster.matching.cel_env import CelProgram, compile_expression
 from engine.cluster.pipeline.status import Code
 from engine.core import EngineContext, EngineSettings
+from tests.engine.cluster.cluster_builders import (
+    NOW,
+    World,
+    a_cluster,
+    a_placement,
+    decided,
+    one_set_world,
+    predicate_filtered,
+    run,
+)
 from topics.placement import Placement
 
 LIST_1000 = "[" + ",".join(map(str, range(1000))) + "]"

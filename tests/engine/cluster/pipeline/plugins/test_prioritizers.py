@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster.fleet.views import InventoryView
 from engine.cluster.pipeline.compiled import compile_placement
@@ -19,6 +18,7 @@ from engine.cluster.pipeline.plugins.balance import balance_scores
 from engine.cluster.pipeline.status import Code
 from engine.cluster.pipeline.weights import plan_prioritizers
 from engine.cluster.tracking.indexes import PlacementIndex, TrackedPlacement
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
 THREE = (a_cluster("c1"), a_cluster("c2"), a_cluster("c3"))
 BUILTINS = ("Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory")

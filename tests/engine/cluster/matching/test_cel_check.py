@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster.fleet.views import InventoryView, cluster_document
 from engine.cluster.matching.cel_check import MAX_CODE_POINTS, MAX_RECURSION
 from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
 from engine.cluster.pipeline.conditions import MISCONFIGURED
+from tests.engine.cluster.cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 
 def _cel(*expressions: str) -> dict[str, Any]:

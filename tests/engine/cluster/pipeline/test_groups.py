@@ -7,7 +7,6 @@ from typing import Any
 
 import orjson
 import pytest
-from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster import ClusterPlacementEngine
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
@@ -15,6 +14,7 @@ from engine.cluster.pipeline.groups import group_length
 from engine.cluster.tracking.events import group_statuses, page_objects
 from engine.cluster.tracking.state import DECISION_PART
 from engine.runtime import InputRecord, OutputRecord, Runtime
+from tests.engine.cluster.cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 from topics.codec import decode_event, dump_model
 from topics.interning import Interning
 from topics.names import TopicRole

@@ -6,13 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import test_cluster_conformance as conformance
-from cluster_builders import World, a_cluster, a_placement, a_world, condition, decided, one_set_world, run
-from test_cluster_spread_selection import HARD, LOOP, _sized, in_zone, spread_scores
-from test_cluster_spread_terms import builtin, spread, zone
 
+import tests.engine.cluster.test_conformance as conformance
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.pipeline.spread import selection
+from tests.engine.cluster.cluster_builders import (
+    World,
+    a_cluster,
+    a_placement,
+    a_world,
+    condition,
+    decided,
+    one_set_world,
+    run,
+)
+from tests.engine.cluster.pipeline.spread.test_selection import HARD, LOOP, _sized, in_zone, spread_scores
+from tests.engine.cluster.pipeline.spread.test_terms import builtin, spread, zone
 
 
 # --- results -------------------------------------------------------------------------------------------------------

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, one_set_world
-from cluster_engine_driver import SET_LABEL, Driver
 
 from engine.core import EngineSettings
 from engine.inventory import Inventory, InventoryChange
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, one_set_world
+from tests.engine.drivers.cluster import SET_LABEL, Driver
 from topics.inventory import ClusterTaintsUpdated, ManagedCluster, Taint
 
 PLACEMENTS: dict[str, dict[str, Any]] = {

@@ -7,11 +7,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, a_world, one_set_world
-from cluster_engine_driver import SET_LABEL, THREE, Driver, clusters, data, key_of, score_of
 
 from engine.core import EngineSettings
 from engine.inventory import ObjectKey
+from tests.engine.cluster.cluster_builders import NOW, World, a_cluster, a_placement, a_world, one_set_world
+from tests.engine.drivers.cluster import SET_LABEL, THREE, Driver, clusters, data, key_of, score_of
 from topics.inventory import ClusterTaintsUpdated, ManagedCluster, Taint
 
 

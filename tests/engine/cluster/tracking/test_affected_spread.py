@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, one_set_world
-from cluster_engine_driver import SET_LABEL, Driver, clusters, data
-from test_cluster_spread_terms import builtin, spread, zone
 
 from engine.core import EngineSettings
 from engine.inventory import Inventory, InventoryChange
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, one_set_world
+from tests.engine.cluster.pipeline.spread.test_terms import builtin, spread, zone
+from tests.engine.drivers.cluster import SET_LABEL, Driver, clusters, data
 from topics.inventory import ClusterTaintsUpdated, ManagedCluster, Taint
 
 HARD = zone(whenUnsatisfiable="DoNotSchedule")

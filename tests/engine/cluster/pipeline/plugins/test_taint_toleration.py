@@ -6,9 +6,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster.pipeline.conditions import MISCONFIGURED
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, condition, decided, one_set_world, run
 
 EARLIER = "2021-12-31T23:59:00Z"  # 60 s before NOW
 

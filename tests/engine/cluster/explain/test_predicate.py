@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, one_set_world
 
 from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
 from engine.cluster.explain.predicate import failed_requirement
 from engine.cluster.matching import cel_env
 from engine.cluster.matching.selectors import compile_selector
 from engine.core import EngineContext
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, one_set_world
 from topics.k8s import LabelSelectorRequirement
 
 WORLD = (

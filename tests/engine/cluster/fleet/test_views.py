@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import a_cluster, a_placement, a_world, condition, decided, run
 
 from engine.cluster.fleet.views import EvaluationError
 from engine.cluster.pipeline.conditions import SATISFIED
+from tests.engine.cluster.cluster_builders import a_cluster, a_placement, a_world, condition, decided, run
 
 
 def _world() -> Any:

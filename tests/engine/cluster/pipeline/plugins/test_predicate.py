@@ -7,13 +7,13 @@ from typing import Any
 import orjson
 import pytest
 from celpy.adapter import json_to_cel
-from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster.fleet.views import InventoryView, _seen_at, _visible_part, cluster_document
 from engine.cluster.matching import cel_env
 from engine.cluster.matching.cel_env import CelCompileError, CelProgram, compile_expression
 from engine.cluster.matching.selectors import SelectorError, compile_selector, matches
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from tests.engine.cluster.cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 from topics.k8s import LabelSelectorRequirement
 
 LABELLED = (
@@ -74,8 +74,7 @@ def test_cluster_claims_last_duplicate_wins() -> None:
     inventory = world.inventory()
     raw = {"metadata": {"name": "c1", "labels": {"cluster.open-cluster-management.io/clusterset": "set1"}}}
     raw["status"] = {"clusterClaims": [{"name": "r", "value": "a"}, {"name": "r", "value": "b"}]}
-    from cluster_builders import NOW
-
+    from tests.engine.cluster.cluster_builders import NOW
     from topics.inventory import ManagedCluster
 
     inventory.apply(ManagedCluster.model_validate(raw), NOW)

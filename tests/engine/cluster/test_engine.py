@@ -7,8 +7,13 @@ from typing import Any
 
 import orjson
 import pytest
-from cluster_builders import NOW, a_cluster, a_placement, a_world, one_set_world
-from cluster_engine_driver import (
+
+from engine.cluster import ClusterPlacementEngine, explain_placement
+from engine.cluster.engine import DISABLE_ANNOTATION
+from engine.core import ConfiguredEngine, EngineSettings
+from engine.errors import InvalidStateError
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, a_placement, a_world, one_set_world
+from tests.engine.drivers.cluster import (
     _CANARY_GROUP,
     _CPU,
     SIZED,
@@ -20,11 +25,6 @@ from cluster_engine_driver import (
     key_of,
     score_of,
 )
-
-from engine.cluster import ClusterPlacementEngine, explain_placement
-from engine.cluster.engine import DISABLE_ANNOTATION
-from engine.core import ConfiguredEngine, EngineSettings
-from engine.errors import InvalidStateError
 from topics.codec import decode_event, dump_model, encode_event
 from topics.events import ObjectDeleted
 from topics.inventory import ClusterTaintsUpdated, Taint

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from cluster_builders import NOW, a_cluster, one_set_world
 
 from engine.cluster.fleet.ids import Fleet
 from engine.cluster.fleet.views import CLUSTERSET_LABEL, InventoryView
+from tests.engine.cluster.cluster_builders import NOW, a_cluster, one_set_world
 from topics.inventory import ManagedCluster
 
 FLEET = Fleet(["c10", "c2", "a", "b"])  # ids by name: a=0, b=1, c10=2, c2=3

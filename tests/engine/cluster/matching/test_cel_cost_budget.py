@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import NOW, World, a_cluster, a_placement, one_set_world, predicate_filtered
 
 from engine.cluster import ClusterPlacementEngine, PlacementState, explain_placement
 from engine.cluster.fleet.views import InventoryView
@@ -14,6 +13,7 @@ from engine.cluster.matching.cel_env import CelProgram, compile_expression
 from engine.cluster.pipeline.plugins.predicate import stopped_count
 from engine.cluster.pipeline.status import Code
 from engine.core import CEL_PLACEMENT_BUDGET, EngineContext, EngineSettings
+from tests.engine.cluster.cluster_builders import NOW, World, a_cluster, a_placement, one_set_world, predicate_filtered
 from topics.placement import Placement
 
 EXPRESSION = 'managedCluster.metadata.labels.env == "prod"'

@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cluster_builders import (
+
+from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
+from engine.cluster.pipeline.evaluate import Evaluation
+from engine.cluster.pipeline.spread.counts import term_score, term_scores
+from engine.cluster.pipeline.spread.selection import normalize
+from engine.inventory import Inventory
+from tests.engine.cluster.cluster_builders import (
     NOW,
     ClusterBuilder,
     World,
@@ -20,13 +26,7 @@ from cluster_builders import (
     one_set_world,
     run,
 )
-from test_cluster_spread_terms import builtin, spread, zone
-
-from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
-from engine.cluster.pipeline.evaluate import Evaluation
-from engine.cluster.pipeline.spread.counts import term_score, term_scores
-from engine.cluster.pipeline.spread.selection import normalize
-from engine.inventory import Inventory
+from tests.engine.cluster.pipeline.spread.test_terms import builtin, spread, zone
 from topics.inventory import ManagedCluster
 
 HARD = zone(whenUnsatisfiable="DoNotSchedule")

@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cluster_builders import NOW, World, a_cluster
-
 from engine.cluster import ClusterPlacementEngine, PlacementState
 from engine.cluster.pipeline.groups import Page
 from engine.cluster.tracking.state import DECISION_PART, Published
 from engine.core import Emit, EngineContext, EngineSettings
 from engine.inventory import Inventory, InventoryChange
+from tests.engine.cluster.cluster_builders import NOW, World, a_cluster
 from topics.codec import decode_event, encode_event
 from topics.inventory import AddOnPlacementScore
 from topics.names import TopicRole

@@ -7,12 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_builders import ClusterBuilder, World, a_cluster, a_placement, condition, decided, run, ts
-from cluster_engine_driver import Driver, clusters, data, key_of
 
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.pipeline.status import Code
 from engine.core import EngineSettings
+from tests.engine.cluster.cluster_builders import (
+    ClusterBuilder,
+    World,
+    a_cluster,
+    a_placement,
+    condition,
+    decided,
+    run,
+    ts,
+)
+from tests.engine.drivers.cluster import Driver, clusters, data, key_of
 from topics.placement import Placement
 
 CASES: list[dict[str, Any]] = json.loads((Path(__file__).parent / "cluster_conformance_cases.json").read_text())

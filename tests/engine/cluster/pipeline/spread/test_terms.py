@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 from engine.cluster.pipeline.conditions import MISCONFIGURED, SATISFIED
 from engine.cluster.pipeline.evaluate import Evaluation
 from engine.cluster.pipeline.spread.terms import SpreadTerm, parse_spread
+from tests.engine.cluster.cluster_builders import a_cluster, a_placement, condition, decided, one_set_world, run
 
 ZONES = (
     a_cluster("a1").with_labels(zone="a"),

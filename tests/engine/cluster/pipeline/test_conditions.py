@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from cluster_builders import NOW
 
 from engine.cluster.pipeline.conditions import set_conditions
+from tests.engine.cluster.cluster_builders import NOW
 from topics.interning import Interning
 from topics.k8s import Condition
 
