@@ -2,7 +2,7 @@
 
 Each expression is compiled once and evaluated on the documents of many clusters, as the cluster engine does
 (with its cost budget), without its caches: what one evaluation costs when an outcome is not known yet. The old
-evaluator is the differential tests' oracle (`tests/engine/cluster/cel_oracle.py`, from a checkout). Rounds
+evaluator is the differential tests' oracle (`tests/engine/cluster/matching/cel_oracle.py`, from a checkout). Rounds
 alternate old and new; each figure is the median of the rounds. `--replay N,...` also times `placement-stream
 replay` of the hostile placement (and a canary after it) over N clusters, with the service's default settings.
 
@@ -33,7 +33,7 @@ from engine.cluster.matching.cel_env import CelProgram, compile_expression, make
 from engine.inventory.store import Inventory
 from streams.replay import Replayer
 from streams.settings import Settings
-from tests.engine.cluster.cel_oracle import CostEvaluator
+from tests.engine.cluster.matching.cel_oracle import CostEvaluator
 from topics.inventory import AddOnPlacementScore
 
 __all__ = ["EXPRESSIONS", "HOSTILE", "hostile_lines", "main", "measure"]

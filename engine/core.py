@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
+from topics.interning import Interning
 from topics.names import TopicRole
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "InventoryAwareEngine",
     "PartedStateEngine",
     "PeerAwareEngine",
+    "PooledEngine",
     "StatePart",
     "Step",
     "SubjectEngine",
@@ -175,6 +177,17 @@ class ConfiguredEngine(Protocol):
 
     def on_config(self, key: str, state: Any, ctx: EngineContext) -> Step[Any]:
         """Adapt one subject to the configuration just made active."""
+        ...
+
+
+@runtime_checkable
+class PooledEngine(Protocol):
+    """An engine that shares the values its subjects repeat through pools (topics/interning.py). The pools are the
+    runtime's, given once before any record: the runtime's decoder shares the events' parts through the same
+    ones, and two runtimes in one process share none."""
+
+    def use_interning(self, interning: Interning) -> None:
+        """Use `interning`'s pools from now on (called by the runtime that owns them, before any record)."""
         ...
 
 

@@ -27,8 +27,8 @@ def _modules() -> list[Path]:
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path.name in ("__init__.py", "__main__.py") or path.name.endswith("_data.py"):
-                continue  # package markers and generated data
+            if path.name in ("__init__.py", "__main__.py"):
+                continue  # package markers
             found.append(path.relative_to(ROOT))
     return found
 

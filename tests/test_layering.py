@@ -39,8 +39,9 @@ def _imported(path: Path) -> set[str]:
 
 
 def test_every_top_level_package_has_its_layer() -> None:
+    """`tests` is a package too (its mirrored folders import their helpers by full name); it may import all."""
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")}
-    assert packages == set(BELOW)
+    assert packages == set(BELOW) | {"tests"}
 
 
 @pytest.mark.parametrize("package", sorted(BELOW))

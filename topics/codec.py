@@ -14,6 +14,7 @@ from topics.base import EventData
 from topics.envelope import SOURCE, CloudEvent
 from topics.errors import DecodeError, SchemaError
 from topics.events import EVENT_KINDS, EventKind, parse_type, versioned
+from topics.interning import Interning
 from topics.names import TopicRole
 
 __all__ = [
@@ -115,8 +116,9 @@ def check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
         level = inner
 
 
-def decode_event(value: bytes, topic: TopicRole) -> DecodedEvent:
-    """Decode and validate one record value read from `topic`.
+def decode_event(value: bytes, topic: TopicRole, interning: Interning | None = None) -> DecodedEvent:
+    """Decode and validate one record value read from `topic`; with a runtime's `interning`, the parts of the
+    payload that many events repeat are shared with the equal ones already decoded (topics/interning.py).
 
     Raises DecodeError (not JSON, too large, too deep), UnknownEventTypeError (type or version unknown) or
     SchemaError.
@@ -139,7 +141,7 @@ def decode_event(value: bytes, topic: TopicRole) -> DecodedEvent:
     if kind.topic is not topic:
         raise SchemaError(f"event type {envelope.type!r} does not belong on the {topic.value} topic")
     try:
-        data = kind.data_model.model_validate(envelope.data)
+        data = kind.data_model.model_validate(envelope.data, context=interning)
     except ValidationError as exc:
         raise SchemaError(f"invalid data for {envelope.type}: {_describe(exc)}") from exc
     return DecodedEvent(envelope=envelope, kind=kind, version=version, data=data)

@@ -6,6 +6,9 @@ prioritizer policy model per Placement where the workload has a few dozen distin
 instance per value and drops the values nothing else holds whenever it has doubled since its last sweep, so it
 stays about as large as what is in use and its cost per call stays constant. A value belongs in one pool
 only: two pools holding the same object would each keep it for the other, for ever.
+
+No pool is a module global: an `Interning` holds the pools of one runtime (engine/runtime builds it and passes it
+to its decoder and engines), so two runtimes in one process (replay and the service, or tests) share nothing.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["ByIdentity", "Interner", "SharedByKey"]
+__all__ = ["ByIdentity", "Interner", "Interning", "SharedByKey"]
 
 T = TypeVar("T")
 H = TypeVar("H", bound=Hashable)
+P = TypeVar("P")
 
 
 class _Probe:
@@ -101,3 +105,24 @@ class ByIdentity(Generic[T]):
         value = make(*objects)
         self._memo[key] = (objects, value)
         return value
+
+
+class Interning:
+    """The pools of one runtime. Each module that pools values declares a class of its pools (made with no
+    arguments) and asks for the instance of this runtime with `pools(Kind)`, made on first use."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[type[Any], Any] = {}
+
+    def pools(self, kind: type[P]) -> P:
+        """This runtime's instance of `kind`."""
+        made = self._made.get(kind)
+        if made is None:
+            made = self._made[kind] = kind()
+        return made
+
+    def kinds(self) -> tuple[type[Any], ...]:
+        """The kinds of pools made so far."""
+        return tuple(self._made)

@@ -23,7 +23,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from topics.base import EventData, KubeObject, validated_once
-from topics.interning import SharedByKey
+from topics.interning import Interning, SharedByKey
 from topics.k8s import Condition, Int32, Int64, LabelSelector, LabelSelectorRequirement, ObjectMeta
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "PrioritizerExplain",
     "PrioritizerPolicy",
     "ScoreCoordinate",
+    "SpecParts",
     "Toleration",
     "WarningInfo",
 ]
@@ -163,13 +164,30 @@ class PlacementSpec(KubeObject):
     @field_validator("predicates", "prioritizer_policy", "tolerations", "decision_strategy", mode="wrap")
     @classmethod
     def _shared_part(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
-        return validated_once(_SHARED_PARTS[info.field_name or ""], value, handler)
+        return _validated_once(info, info.field_name or "", value, handler)
 
 
-_SHARED_PARTS: dict[str, SharedByKey[Any]] = {
-    name: SharedByKey() for name in ("predicates", "prioritizer_policy", "tolerations", "decision_strategy", "spec")
-}
-"""Spec parts, and whole specs, by their JSON: Placements repeat them (see `validated_once`)."""
+class SpecParts:
+    """Spec parts, and whole specs, by their JSON: Placements repeat them (see `validated_once`). A runtime's
+    pools (`Interning`), given to validation as its context: a Placement validated without one shares nothing."""
+
+    __slots__ = ("_by_part",)
+
+    def __init__(self) -> None:
+        self._by_part: dict[str, SharedByKey[Any]] = {
+            name: SharedByKey()
+            for name in ("predicates", "prioritizer_policy", "tolerations", "decision_strategy", "spec")
+        }
+
+    def __getitem__(self, part: str) -> SharedByKey[Any]:
+        return self._by_part[part]
+
+
+def _validated_once(info: ValidationInfo, part: str, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    interning = info.context
+    if not isinstance(interning, Interning):
+        return handler(value)
+    return validated_once(interning.pools(SpecParts)[part], value, handler)
 
 
 class Placement(KubeObject):
@@ -182,8 +200,8 @@ class Placement(KubeObject):
 
     @field_validator("spec", mode="wrap")
     @classmethod
-    def _shared_spec(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return validated_once(_SHARED_PARTS["spec"], value, handler)
+    def _shared_spec(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        return _validated_once(info, "spec", value, handler)
 
 
 class ClusterDecision(TypedDict):

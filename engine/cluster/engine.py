@@ -34,7 +34,7 @@ from engine.cluster.tracking.state import (
 from engine.core import Emit, EngineContext, StatePart, Step, WhatIf
 from engine.inventory import Inventory, InventoryChange
 from topics.codec import DecodedEvent
-from topics.interning import ByIdentity
+from topics.interning import ByIdentity, Interning
 from topics.placement import Placement
 
 __all__ = ["DISABLE_ANNOTATION", "ClusterPlacementEngine"]
@@ -59,6 +59,8 @@ class ClusterPlacementEngine:
         return f"Placement/{meta.namespace}/{meta.name}"
 
     def __init__(self) -> None:
+        self._interning = Interning()
+        """The pools of the runtime running the engine (`use_interning`); until then, the engine's own."""
         self._index = PlacementIndex()
         self._compiled: dict[str, tuple[Placement, CompiledPlacement]] = {}
         self._view: InventoryView | None = None
@@ -95,7 +97,7 @@ class ClusterPlacementEngine:
         cached = self._compiled.get(key)
         if cached is not None and cached[0] is placement:
             return cached[1]
-        compiled = compiled_spec(placement)
+        compiled = compiled_spec(placement, self._interning)
         self._compiled[key] = (placement, compiled)
         return compiled
 
@@ -199,13 +201,16 @@ class ClusterPlacementEngine:
             evaluation.pages, len(evaluation.selected), warning, conditions
         ):
             return [], state, evaluation
-        published = published_answer(state, evaluation, warning, ctx.now)
+        published = published_answer(state, evaluation, warning, ctx.now, self._interning)
         if evaluation.fleet is not None and len(evaluation.selected_ids) == len(published.decided):
             published.remember_ids(evaluation.fleet, evaluation.selected_ids)
         meta = state.placement.metadata
         explain = key in ctx.settings.explain
         emits = [
-            Emit("placement.decided", decided_event(meta.namespace, meta.name, published, evaluation, explain=explain))
+            Emit(
+                "placement.decided",
+                decided_event(meta.namespace, meta.name, published, evaluation, self._interning, explain=explain),
+            )
         ]
         self.published += 1
         new_state = PlacementState(state.placement, published, state.due)
@@ -279,27 +284,32 @@ class ClusterPlacementEngine:
 
     def dump_state(self, state: PlacementState) -> dict[str, Any]:
         """The whole state as JSON (the changelog keeps it as two parts, see `state_changes`)."""
-        return dump_placement_state(state)
+        return dump_placement_state(state, self._interning)
 
     def load_state(self, raw: Mapping[str, Any]) -> PlacementState:
         """Inverse of dump_state."""
-        return load_placement_state(raw)
+        return load_placement_state(raw, self._interning)
 
     def state_changes(self, old: PlacementState | None, new: PlacementState | None) -> Iterable[StatePart]:
         """The Placement as the subject's own entry and the decision as the `decision` part: a re-decision writes
         only the decision, not the Placement again."""
-        return placement_state_changes(old, new)
+        return placement_state_changes(old, new, self._interning)
 
     def load_part(
         self, state: PlacementState | None, part: str, raw: Mapping[str, Any] | None
     ) -> PlacementState | None:
         """Apply one changelog entry of `state_changes` (or a whole-state entry from before the parts)."""
-        return load_placement_part(state, part, raw)
+        return load_placement_part(state, part, raw, self._interning)
+
+    # --- PooledEngine ----------------------------------------------------------------------------
+    def use_interning(self, interning: Interning) -> None:
+        """Share specs, compiled specs, decisions and conditions through the runtime's pools."""
+        self._interning = interning
 
     # --- PeerAwareEngine -------------------------------------------------------------------------
     def observe_peer(self, key: str, part: str, raw: Mapping[str, Any] | None) -> None:
         """Another instance's placement: its decided clusters count in every Balance score here (F2)."""
-        decided = peer_decided(part, raw)
+        decided = peer_decided(part, raw, self._interning)
         if decided is not None:
             self._index.observe_peer(key, decided)
 

@@ -14,6 +14,7 @@ from engine.inventory import Inventory, InventoryChange
 from engine.runtime.records import InputRecord
 from engine.runtime.routing import inventory_key, inventory_record_key, named_by_inventory_key, shown
 from topics.codec import DecodedEvent, decode_event, loads
+from topics.interning import Interning
 
 __all__ = ["FIX_PARTITIONER", "apply_inventory_record", "check_partition", "producer_of", "read_subject_record"]
 
@@ -54,9 +55,10 @@ def read_subject_record(
     record: InputRecord,
     engine_for: Callable[[str], SubjectEngine[Any]],
     task_of: Callable[[str], int] | None = None,
+    interning: Interning | None = None,
 ) -> tuple[str, DecodedEvent | None]:
     """The subject key and event of a subject record (None: a tombstone); with `task_of`, only from the partition
-    that owns the key (`check_partition`).
+    that owns the key (`check_partition`); decoded with the runtime's pools (`interning`).
 
     Raises:
         PlacementStreamError: no key, an unknown subject kind, a record on another task's partition, an event its
@@ -70,7 +72,7 @@ def read_subject_record(
         check_partition(record, key, task_of(key))
     if record.value is None:
         return key, None
-    event = decode_event(record.value, record.topic)
+    event = decode_event(record.value, record.topic, interning)
     if event.kind.name not in engine.EVENTS:
         raise RoutingError(f"{event.envelope.type} cannot be sent for subject {key}")
     named = engine.subject_of(event)

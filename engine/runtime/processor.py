@@ -21,6 +21,7 @@ from engine.core import (
     Emit,
     EngineContext,
     EngineSettings,
+    PooledEngine,
     Step,
     SubjectEngine,
 )
@@ -37,6 +38,7 @@ from engine.runtime.routing import (
 from engine.runtime.subjects import Subjects
 from engine.runtime.tracecontext import TraceContext, from_envelope, from_headers, from_record
 from topics.errors import Stage, stage_of
+from topics.interning import Interning
 from topics.names import TopicRole
 
 __all__ = ["DECIDE_CHUNK", "Runtime"]
@@ -63,6 +65,11 @@ class Runtime:
     ) -> None:
         self.inventory = Inventory()
         self.settings = settings or EngineSettings()
+        self.interning = Interning()
+        """The pools of this runtime (topics/interning.py): the decoder's and its engines', shared with no other."""
+        for engine in engines:
+            if isinstance(engine, PooledEngine):
+                engine.use_interning(self.interning)
         self.subjects = Subjects(engines)
         self.decided_subjects = 0
         """Decisions run so far: one per dirty subject per batch and one per timer fired."""
@@ -247,7 +254,7 @@ class Runtime:
 
     def _apply_subject(self, batch: Batch, record: InputRecord, ctx: EngineContext) -> None:
         try:
-            key, event = read_subject_record(record, self.subjects.engine_for, self._placed_by)
+            key, event = read_subject_record(record, self.subjects.engine_for, self._placed_by, self.interning)
         except Exception as exc:  # whatever a record holds, it is dead-lettered and the batch goes on
             batch.outputs.append(dead_letter(record, stage_of(exc, Stage.VALIDATE), exc, bound_to_task=True))
             if isinstance(exc, MisplacedRecordError):

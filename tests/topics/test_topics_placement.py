@@ -7,14 +7,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from topics.interning import Interning
 from topics.placement import Placement
 
 LABELS = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"env": "prod"}}}}]
 TOLERATE = [{"key": "maintenance", "operator": "Exists", "effect": "NoSelect"}]
 
 
-def _placement(name: str, spec: dict[str, Any]) -> Placement:
-    return Placement.model_validate({"metadata": {"name": name, "namespace": "apps"}, "spec": spec})
+INTERNING = Interning()
+
+
+def _placement(name: str, spec: dict[str, Any], interning: Interning = INTERNING) -> Placement:
+    return Placement.model_validate({"metadata": {"name": name, "namespace": "apps"}, "spec": spec}, context=interning)
 
 
 @pytest.mark.parametrize(

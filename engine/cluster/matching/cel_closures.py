@@ -22,14 +22,13 @@ from celpy.evaluation import Activation, CELEvalError
 from engine.cluster.matching.cel_cost import (
     AND,
     ITERATION,
-    OPERATOR_ERRORS,
     OPERATORS,
     OR,
     Budget,
     CostLimitExceededError,
     costed_activation,
-    tenth,
 )
+from engine.cluster.matching.cel_operators import TESTS, binary, comparison, logical, ternary, unary
 from engine.cluster.matching.cel_steps import (
     Env,
     Node,
@@ -47,11 +46,7 @@ __all__ = ["Evaluate", "compile_closure"]
 Evaluate = Callable[[Any], Any]
 """Evaluates on one cluster value: the result, or raises the error value (as celpy's `evaluate`)."""
 
-_BOOL, _INT, _STRING = celtypes.BoolType, celtypes.IntType, celtypes.StringType
-_TRUE, _FALSE = _BOOL(True), _BOOL(False)
-_TESTS = {"_<_": "__lt__", "_<=_": "__le__", "_>_": "__gt__", "_>=_": "__ge__", "_==_": "__eq__", "_!=_": "__ne__"}
-"""The comparisons with a fast path for two ints or two strings: the plain int or str method (celpy's checks that
-both sides have one type, then calls it)."""
+_BOOL = celtypes.BoolType
 _CLUSTER = "managedCluster"
 
 
@@ -62,7 +57,7 @@ class _Compiler:
         self.activation = activation = costed_activation(base, budget)
         self.functions: Mapping[str, Callable[..., Any]] = activation.functions
         self.standard = frozenset(
-            name for name in _TESTS if base.functions.get(name) is evaluation.base_functions.get(name)
+            name for name in TESTS if base.functions.get(name) is evaluation.base_functions.get(name)
         )
         """The comparisons `base` leaves to celpy: those the fast path may stand in for."""
         self.budget = budget
@@ -82,40 +77,16 @@ class _Compiler:
 
     # --- operators ------------------------------------------------------------------------------
     def _expr(self, tree: lark.Tree[Any]) -> Node:
-        """`c ? a : b`, as celpy: a TypeError (also one raised evaluating the branch) becomes an error value."""
         if len(tree.children) == 1:
             return self.node(tree.children[0])
         condition, left, right = (self.node(child) for child in tree.children)
-        choose = self.functions["_?_:_"]
-
-        def ternary(env: Env) -> Any:
-            value = condition(env)
-            chosen, other = _FALSE, _FALSE
-            try:
-                if value:
-                    chosen = left(env)
-                    return choose(value, chosen, other)
-                other = right(env)
-                return choose(value, chosen, other)
-            except TypeError as ex:
-                types = f"({type(value)}, {type(chosen)}, {type(other)})"
-                message = f"found no matching overload for _?_:_ applied to '{types}'"
-                return CELEvalError(message, ex.__class__, ex.args, tree=tree)
-
-        return ternary
+        return ternary(condition, left, right, self.functions["_?_:_"], tree)
 
     def _logical(self, tree: lark.Tree[Any], combine: Callable[[Any, Any], Any], decides: bool) -> Node:
         if len(tree.children) == 1:
             return self.node(tree.children[0])
         left, right = (self.node(child) for child in tree.children)
-
-        def logical(env: Env) -> Any:
-            value = left(env)
-            if isinstance(value, _BOOL) and bool(value) is decides:
-                return value
-            return combine(value, right(env))
-
-        return logical
+        return logical(left, right, combine, decides)
 
     def _conditionalor(self, tree: lark.Tree[Any]) -> Node:
         return self._logical(tree, OR, True)
@@ -124,67 +95,25 @@ class _Compiler:
         return self._logical(tree, AND, False)
 
     def _operator(self, tree: lark.Tree[Any]) -> Node:
+        """A unary or binary operator; a comparison celpy would make with its own function takes the fast path."""
         if len(tree.children) == 1:
             return self.node(tree.children[0])
         operator_tree, operand = tree.children
-        name = OPERATORS[operator_tree.data]
+        data = operator_tree.data
+        name = OPERATORS[data]
         function = self.functions[name]
         operands = [self.node(child) for child in (*operator_tree.children, operand)]
-        data = operator_tree.data
         if len(operands) == 1:
-            (only,) = operands
-
-            def unary(env: Env) -> Any:
-                try:
-                    return function(only(env))
-                except OPERATOR_ERRORS as ex:
-                    return CELEvalError(f"{data} failed", ex.__class__, ex.args, tree=tree)
-
-            return unary
+            return unary(function, operands[0], data, tree)
         left, right = operands
-
-        def binary(env: Env) -> Any:
-            try:
-                return function(left(env), right(env))
-            except OPERATOR_ERRORS as ex:
-                return CELEvalError(f"{data} failed", ex.__class__, ex.args, tree=tree)
-
-        method = _TESTS.get(name)
+        method = TESTS.get(name)
         if method is None or name not in self.standard:
-            return binary
-        budget = self.budget
-        int_test, str_test = getattr(int, method), getattr(str, method)
-        constant = right in self.constants
-        fixed: Any = self.constants.get(right)
+            return binary(function, left, right, data, tree)
+        constant = (self.constants[right],) if right in self.constants else None
         slot = self.variables.get(left)
-
-        def comparison(env: Env) -> Any:
-            """Two ints or two strings without the generic call: what it charges (ceil(min(size) / 10)) and
-            returns; any other pair of values through it. A variable on the left is read here (charged 1)."""
-            if slot is not None:
-                budget.used += 1
-                if budget.used > budget.ceiling:
-                    raise CostLimitExceededError
-                a = env[slot]
-            else:
-                a = left(env)
-            b = fixed if constant else right(env)
-            kind = type(a)
-            if kind is type(b):
-                if kind is _INT:
-                    budget.used += 1
-                    if budget.used > budget.ceiling:
-                        raise CostLimitExceededError
-                    return _TRUE if int_test(a, b) else _FALSE
-                if kind is _STRING:
-                    budget.spend(tenth(min(len(a), len(b))))
-                    return _TRUE if str_test(a, b) else _FALSE
-            try:
-                return function(a, b)
-            except OPERATOR_ERRORS as ex:
-                return CELEvalError(f"{data} failed", ex.__class__, ex.args, tree=tree)
-
-        return comparison
+        return comparison(
+            function, method, left, right, slot=slot, constant=constant, budget=self.budget, data=data, tree=tree
+        )
 
     _relation = _addition = _multiplication = _unary = _operator
 

@@ -16,10 +16,17 @@ from engine.cluster.matching.selectors import (
     compile_selector,
 )
 from engine.cluster.pipeline.spread.terms import NO_SPREAD, SpreadPolicy, parse_spread
-from topics.interning import SharedByKey
+from topics.interning import Interning, SharedByKey
 from topics.placement import ClusterClaimSelector, Placement, PlacementSpec
 
-__all__ = ["CompiledPlacement", "CompiledSelector", "PredicateKey", "compile_placement", "compiled_spec"]
+__all__ = [
+    "CompiledPlacement",
+    "CompiledSelector",
+    "CompiledSpecs",
+    "PredicateKey",
+    "compile_placement",
+    "compiled_spec",
+]
 
 PredicateKey = tuple[tuple[Selector, Selector, str], ...]
 
@@ -70,14 +77,17 @@ def _claims(selector: ClusterClaimSelector | None) -> Selector:
     return compile_selector(None, selector.match_expressions)
 
 
-_by_spec: SharedByKey[CompiledPlacement] = SharedByKey()
+class CompiledSpecs(SharedByKey[CompiledPlacement]):
+    """A runtime's compiled specs by spec object (`Interning.pools`)."""
+
+    __slots__ = ()
 
 
-def compiled_spec(placement: Placement) -> CompiledPlacement:
+def compiled_spec(placement: Placement, interning: Interning) -> CompiledPlacement:
     """`compile_placement` once per spec object: Placements that repeat a spec share one (topics/placement.py
     pools equal specs), so a cold start or a restore compiles each distinct spec once."""
     spec = placement.spec
-    return _by_spec.get(id(spec), lambda: compile_placement(placement))
+    return interning.pools(CompiledSpecs).get(id(spec), lambda: compile_placement(placement))
 
 
 def compile_placement(placement: Placement) -> CompiledPlacement:

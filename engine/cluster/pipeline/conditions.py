@@ -7,20 +7,35 @@ from datetime import datetime
 from functools import lru_cache
 
 from engine.cluster.pipeline.status import Code, PluginStatus
-from topics.interning import ByIdentity, Interner
+from topics.interning import ByIdentity, Interner, Interning
 from topics.k8s import Condition
 
 __all__ = [
     "MISCONFIGURED",
     "SATISFIED",
+    "ConditionPools",
     "misconfigured_condition",
     "satisfied_condition",
     "set_conditions",
-    "shared_condition",
 ]
 
-shared_condition: Interner[Condition] = Interner()
-"""Placements decided at one instant mostly publish equal conditions: one object per distinct condition."""
+
+class ConditionPools:
+    """A runtime's conditions (`Interning.pools`): placements decided at one instant mostly publish equal
+    conditions, so one object per distinct condition (`shared`), stamped once per condition and instant."""
+
+    __slots__ = ("shared", "stamped")
+
+    def __init__(self) -> None:
+        self.shared: Interner[Condition] = Interner()
+        self.stamped: ByIdentity[Condition] = ByIdentity()
+        """Stamped copies by (computed condition, transition time): computed conditions are shared objects and a
+        batch's placements are stamped with one instant, so a copy is made once per condition and instant."""
+
+    def stamp(self, condition: Condition, when: datetime) -> Condition:
+        """The shared copy of `condition` with `when` as its lastTransitionTime."""
+        return self.shared(condition.model_copy(update={"last_transition_time": when}))
+
 
 MISCONFIGURED = "PlacementMisconfigured"
 SATISFIED = "PlacementSatisfied"
@@ -77,9 +92,12 @@ def satisfied_condition(
     return cond(False, "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled{suffix}")
 
 
-def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now: datetime) -> list[Condition]:
+def set_conditions(
+    previous: Sequence[Condition], new: Sequence[Condition], now: datetime, interning: Interning
+) -> list[Condition]:
     """Keep a condition's lastTransitionTime unless its status flips (new conditions get `now`); a condition
-    that did not change at all is the previous object."""
+    that did not change at all is the previous object, a new one the runtime's shared copy."""
+    pools = interning.pools(ConditionPools)
     by_type = {c.type: c for c in previous}
     out: list[Condition] = []
     for condition in new:
@@ -88,17 +106,8 @@ def set_conditions(previous: Sequence[Condition], new: Sequence[Condition], now:
             out.append(old)
             continue
         when = old.last_transition_time if old is not None and old.status == condition.status else None
-        out.append(_STAMPED.get((condition, when or now), _stamped))
+        out.append(pools.stamped.get((condition, when or now), pools.stamp))
     return out
-
-
-_STAMPED: ByIdentity[Condition] = ByIdentity()
-"""Pooled stamped copies by (computed condition, transition time): computed conditions are shared objects and a
-batch's placements are stamped with one instant, so a copy is made once per condition and instant."""
-
-
-def _stamped(condition: Condition, when: datetime) -> Condition:
-    return shared_condition(condition.model_copy(update={"last_transition_time": when}))
 
 
 def _same_but_time(old: Condition, new: Condition) -> bool:

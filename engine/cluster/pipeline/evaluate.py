@@ -23,7 +23,7 @@ from engine.cluster.pipeline.registry import FILTERS
 from engine.cluster.pipeline.spread.selection import select
 from engine.cluster.pipeline.spread.topology import build_topologies
 from engine.cluster.pipeline.status import SUCCESS, Code, PluginStatus
-from engine.cluster.pipeline.weights import plan_prioritizers, spread_weight
+from engine.cluster.pipeline.weights import Plan, plan_prioritizers, spread_weight
 from topics.k8s import Condition
 
 __all__ = ["Evaluation", "PrioritizerScores", "evaluate"]
@@ -130,34 +130,54 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
 
     Candidates are fleet ids in name order throughout; names are looked up once, for the results.
     """
-    fleet = result.fleet = ctx.fleet
+    result.fleet = ctx.fleet
+    filtered = _filter(ctx, result, due)
+    if filtered is None:
+        return
+    candidates, final = filtered
+    scored = _score(ctx, result, candidates, due, final)
+    if scored is None:
+        return
+    totals, plan, final = scored
+    _select(ctx, result, candidates, totals, plan=plan, final=final)
+
+
+def _filter(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> tuple[Ids, PluginStatus] | None:
+    """The candidates every filter passes and the status so far (a warning of the last filter that gave one);
+    None, with `result.status` set, when a filter fails."""
     candidates = ctx.view.available_ids(result.eligible_sets)
     final = SUCCESS
     for step in FILTERS:
         outcome = step.filter(ctx, candidates)
         if outcome.status.failed:
             result.status = outcome.status
-            return
+            return None
         if outcome.status.code is Code.WARNING:  # a CEL expression stopped at its cost limit
             final = outcome.status
         if len(outcome.passed) != len(candidates):
             result.removals.append((step.NAME, candidates, outcome.passed))
         candidates = outcome.passed
         due.extend(outcome.due)
+    return candidates, final
 
-    spread = ctx.compiled.spread
-    plan = plan_prioritizers(ctx.placement.spec.prioritizer_policy, spread.declared)
+
+def _score(
+    ctx: EvalContext, result: Evaluation, candidates: Ids, due: list[datetime], final: PluginStatus
+) -> tuple[NDArray[np.int64], Plan, PluginStatus] | None:
+    """The candidates' weighted total scores, the plan that gave them and the status so far; None, with
+    `result.status` set, when the policy or a prioritizer fails."""
+    plan = plan_prioritizers(ctx.placement.spec.prioritizer_policy, ctx.compiled.spread.declared)
     planned, status = plan
     if status.failed:
         result.status = status
-        return
+        return None
     totals = np.zeros(len(candidates), dtype=np.int64)
     for entry in planned:
         prioritizer = entry.prioritizer
         scored = prioritizer.score(ctx, candidates)
         if scored.status.failed:
             result.status = scored.status
-            return
+            return None
         if scored.status.code is Code.WARNING:
             final = scored.status
         due.extend(scored.due)
@@ -166,16 +186,29 @@ def _schedule(ctx: EvalContext, result: Evaluation, due: list[datetime]) -> None
         if ctx.explain:
             kept = candidates if scored.scored is None else candidates[scored.scored]
             values = scored.scores if scored.scored is None else scored.scores[scored.scored]
-            explained = dict(zip(fleet.names_of(kept), values.tolist(), strict=True))
+            explained = dict(zip(ctx.fleet.names_of(kept), values.tolist(), strict=True))
         result.prioritizers.append(PrioritizerScores(prioritizer.name, entry.weight, explained, scored.range))
+    return totals, plan, final
 
+
+def _select(
+    ctx: EvalContext,
+    result: Evaluation,
+    candidates: Ids,
+    totals: NDArray[np.int64],
+    *,
+    plan: Plan,
+    final: PluginStatus,
+) -> None:
+    """The selection from the scored candidates: by spread, all of them, or the best `numberOfClusters`."""
+    fleet = ctx.fleet
     wanted = ctx.placement.spec.number_of_clusters
     if wanted is not None and wanted < 0:
         result.status = PluginStatus.misconfigured("", f"numberOfClusters cannot be negative: {wanted}")
         result.prioritizers.clear()
         return
     weight = spread_weight(plan)
-    if spread.read(weight):
+    if ctx.compiled.spread.read(weight):
         _select_spread(ctx, result, candidates, totals, weight)
         result.status = final
         return

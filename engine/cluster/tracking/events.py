@@ -8,7 +8,7 @@ from datetime import datetime
 from engine.cluster.pipeline.evaluate import Evaluation
 from engine.cluster.pipeline.groups import Page
 from engine.cluster.tracking.state import Published
-from topics.interning import ByIdentity
+from topics.interning import ByIdentity, Interning
 from topics.placement import (
     ClusterDecision,
     DecisionEntries,
@@ -24,6 +24,7 @@ __all__ = [
     "GROUP_INDEX_LABEL",
     "GROUP_NAME_LABEL",
     "PLACEMENT_LABEL",
+    "EventPools",
     "decided_event",
     "deleted_event",
     "group_statuses",
@@ -36,11 +37,14 @@ GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name"
 GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index"
 
 
-def page_objects(namespace: str, placement: str, pages: Sequence[Page]) -> list[PlacementDecisionPage]:
+def page_objects(
+    namespace: str, placement: str, pages: Sequence[Page], interning: Interning
+) -> list[PlacementDecisionPage]:
     """PlacementDecision objects with the upstream names and labels (spec I2–I4)."""
+    pools = interning.pools(EventPools)
     out: list[PlacementDecisionPage] = []
     for page in pages:
-        decisions = _LISTS.get((page.clusters,), _entries)
+        decisions = pools.lists.get((page.clusters,), pools.entries)
         out.append(
             {
                 "apiVersion": DECISION_API_VERSION,
@@ -76,16 +80,21 @@ class _Decisions(dict[str, ClusterDecision]):
         return entry
 
 
-_DECISIONS = _Decisions()
+class EventPools:
+    """A runtime's page entries (`Interning.pools`)."""
 
-_LISTS: ByIdentity[DecisionEntries] = ByIdentity()
-"""Page entries by a page's cluster tuple: published pages are shared (`Published`) and the placements repeating
-a spec mostly publish the same ones, hundreds of clusters each. The lists are only serialised, never changed,
-and each is serialised once (`DecisionEntries`)."""
+    __slots__ = ("decisions", "lists")
 
+    def __init__(self) -> None:
+        self.decisions = _Decisions()
+        self.lists: ByIdentity[DecisionEntries] = ByIdentity()
+        """Page entries by a page's cluster tuple: published pages are shared (`Published`) and the placements
+        repeating a spec mostly publish the same ones, hundreds of clusters each. The lists are only serialised,
+        never changed, and each is serialised once (`DecisionEntries`)."""
 
-def _entries(clusters: tuple[str, ...]) -> DecisionEntries:
-    return DecisionEntries(map(_DECISIONS.__getitem__, clusters))
+    def entries(self, clusters: tuple[str, ...]) -> DecisionEntries:
+        """A page's entries, of the shared entry per cluster name."""
+        return DecisionEntries(map(self.decisions.__getitem__, clusters))
 
 
 def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
@@ -106,7 +115,7 @@ def group_statuses(pages: Sequence[Page]) -> list[DecisionGroupStatus]:
 
 
 def decided_event(
-    namespace: str, name: str, published: Published, evaluation: Evaluation, *, explain: bool
+    namespace: str, name: str, published: Published, evaluation: Evaluation, interning: Interning, *, explain: bool
 ) -> PlacementDecided:
     """The whole decision as one event: the selected clusters' scores (K3); the passing clusters' scores and the
     other explain data only when requested (K4)."""
@@ -126,7 +135,7 @@ def decided_event(
         name=name,
         generation=published.generation,
         evaluation_time=published.evaluation_time,
-        placement_decisions=page_objects(namespace, name, published.pages),
+        placement_decisions=page_objects(namespace, name, published.pages, interning),
         decision_groups=group_statuses(published.pages),
         number_of_selected_clusters=published.selected,
         conditions=list(published.conditions),

@@ -10,6 +10,7 @@ from engine.cluster.pipeline.conditions import set_conditions
 from engine.cluster.pipeline.evaluate import Evaluation
 from engine.cluster.tracking.state import PlacementState, Published
 from engine.core import EngineContext
+from topics.interning import Interning
 
 __all__ = ["follow_up_may_differ", "next_resync", "published_answer", "with_due"]
 
@@ -18,17 +19,23 @@ _TICK = timedelta(microseconds=1)
 
 
 def published_answer(
-    state: PlacementState, evaluation: Evaluation, warning: tuple[str, str] | None, now: datetime
+    state: PlacementState,
+    evaluation: Evaluation,
+    warning: tuple[str, str] | None,
+    now: datetime,
+    interning: Interning,
 ) -> Published:
-    """The answer an evaluation publishes; a condition that did not change keeps its transition time."""
+    """The answer an evaluation publishes, its parts shared through the runtime's pools; a condition that did not
+    change keeps its transition time."""
     previous = state.published.conditions if state.published is not None else ()
     return Published(
         pages=tuple(evaluation.pages),
         selected=len(evaluation.selected),
-        conditions=tuple(set_conditions(previous, evaluation.conditions, now)),
+        conditions=tuple(set_conditions(previous, evaluation.conditions, now, interning)),
         warning=warning,
         generation=state.placement.metadata.generation,
         evaluation_time=now,
+        interning=interning,
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from itertools import chain
@@ -31,7 +31,7 @@ from engine.core import StatePart
 from engine.errors import InvalidStateError, UnreadableState
 from topics.base import validated_once
 from topics.codec import dump_model
-from topics.interning import ByIdentity, Interner, SharedByKey
+from topics.interning import ByIdentity, Interner, Interning, SharedByKey
 from topics.k8s import Condition
 from topics.placement import Placement
 
@@ -39,6 +39,7 @@ __all__ = [
     "DECISION_PART",
     "PlacementState",
     "Published",
+    "StatePools",
     "dump_placement_state",
     "load_placement_part",
     "load_placement_state",
@@ -49,19 +50,11 @@ __all__ = [
 DECISION_PART = "decision"
 """The changelog part holding a placement's published decision and timer."""
 
-_loaded_conditions: SharedByKey[Condition] = SharedByKey()
-"""Conditions read back from the changelog, by their JSON."""
-
-_shared_clusters: Interner[tuple[str, ...]] = Interner()
-"""A published page's clusters: placements with the same predicates and sets publish the same pages."""
-
-_shared_decided: Interner[frozenset[str]] = Interner()
-"""A published decision's clusters over all pages, shared for the same reason."""
-
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """The last published decision of a placement."""
+    """The last published decision of a placement; built with a runtime's `interning`, what it keeps of its pages
+    is shared with every placement of that runtime that decided the same."""
 
     pages: tuple[Page, ...]
     selected: int
@@ -73,13 +66,18 @@ class Published:
     """Every decided cluster over all pages."""
     _ids: KnownIds | None = field(default=None, init=False, compare=False, repr=False)
     """(fleet serial, `decided` as that fleet's ids): Balance and Steady read them in every evaluation."""
+    interning: InitVar[Interning | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, interning: Interning | None) -> None:
+        if interning is None:  # built outside a runtime: nothing to share with
+            object.__setattr__(self, "decided", frozenset(chain.from_iterable(p.clusters for p in self.pages)))
+            return
         # what a placement keeps of its decision is shared with every placement that decided the same (only
         # what is published is kept: an evaluation that changes nothing builds no Published)
-        pages = tuple(_shared_page(page) for page in self.pages)
+        pools = interning.pools(StatePools)
+        pages = tuple(pools.page(page) for page in self.pages)
         object.__setattr__(self, "pages", pages)
-        object.__setattr__(self, "decided", _decided(pages))
+        object.__setattr__(self, "decided", pools.decided_of(pages))
 
     def decided_ids(self, fleet: Fleet) -> Ids:
         """`decided` as `fleet`'s ids, converted once per fleet (a decision holds hundreds of clusters)."""
@@ -136,22 +134,24 @@ def _parsed_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def dump_placement_state(state: PlacementState) -> dict[str, Any]:
+def dump_placement_state(state: PlacementState, interning: Interning) -> dict[str, Any]:
     """The whole state as JSON: the Placement entry and the decision entry in one object."""
-    return {"placement": _dump_placement(state.placement), **_dump_decision(state)}
+    pools = interning.pools(StatePools)
+    return {"placement": _dump_placement(state.placement, pools), **_dump_decision(state, pools)}
 
 
-def _dump_decision(state: PlacementState) -> dict[str, Any]:
+def _dump_decision(state: PlacementState, pools: StatePools) -> dict[str, Any]:
     published = state.published
     return {
         "published": None
         if published is None
         else {
             "packedPages": [
-                (p.name, p.group_name, p.group_index, *_PACKED.get((p.clusters,), _packed)) for p in published.pages
+                (p.name, p.group_name, p.group_index, *pools.packed.get((p.clusters,), _packed))
+                for p in published.pages
             ],
             "selected": published.selected,
-            "conditions": [_DUMPED.get((c,), dump_model) for c in published.conditions],
+            "conditions": [pools.dumped.get((c,), dump_model) for c in published.conditions],
             "warning": None if published.warning is None else list(published.warning),
             "generation": published.generation,
             "evaluationTime": published.evaluation_time.isoformat(),
@@ -162,9 +162,63 @@ def _dump_decision(state: PlacementState) -> dict[str, Any]:
 
 _SEPARATOR = ","
 
-_PACKED: ByIdentity[tuple[str, str | tuple[str, ...]]] = ByIdentity(1 << 13)
-"""Packed page clusters by their (shared) tuple: placements repeating a spec mostly publish the same pages (the
-benchmark's cold start: 5,100 distinct pages of 10,800; a smaller memo, cleared when full, packed each twice)."""
+
+class StatePools:
+    """A runtime's shared parts of placement states and their JSON (`Interning.pools`)."""
+
+    __slots__ = (
+        "clusters",
+        "decided",
+        "decided_by_pages",
+        "dumped",
+        "loaded_conditions",
+        "packed",
+        "specs",
+        "unpacked",
+    )
+
+    def __init__(self) -> None:
+        self.loaded_conditions: SharedByKey[Condition] = SharedByKey()
+        """Conditions read back from the changelog, by their JSON."""
+        self.clusters: Interner[tuple[str, ...]] = Interner()
+        """A published page's clusters: placements with the same predicates and sets publish the same pages."""
+        self.decided: Interner[frozenset[str]] = Interner()
+        """A published decision's clusters over all pages, shared for the same reason."""
+        self.decided_by_pages: ByIdentity[frozenset[str]] = ByIdentity(1 << 15)
+        """A decision's clusters by its pages' (shared) cluster tuples: placements repeating a spec mostly publish
+        the same pages, and their clusters need no second set (a restore of 100,000 Placements reads 21,600
+        distinct decisions: a smaller memo, cleared when full, would make most of them again)."""
+        self.packed: ByIdentity[tuple[str, str | tuple[str, ...]]] = ByIdentity(1 << 13)
+        """Packed page clusters by their (shared) tuple: placements repeating a spec mostly publish the same pages
+        (the benchmark's cold start: 5,100 distinct pages of 10,800; a smaller memo, cleared when full, packed
+        each twice)."""
+        self.dumped: ByIdentity[dict[str, Any]] = ByIdentity(256)
+        """Published conditions as JSON: decisions share a few condition objects (`ConditionPools`), and every
+        decision entry writes them. The JSON is only serialised, never changed."""
+        self.specs: ByIdentity[dict[str, Any]] = ByIdentity(256)
+        """Specs as JSON: Placements share equal specs (topics/placement.py), and a cold start writes each one."""
+        self.unpacked = lru_cache(maxsize=1 << 15)(self._unpacked)
+        """A restore reads the same pages many times: placements repeating a spec mostly publish the same ones
+        (the benchmark's 20,000 Placements hold 36,500 pages, 8,700 of them distinct, which a memo of 1,024
+        unpacked 19,000 times; 100,000 hold 21,100 distinct pages). The tuple returned is the pooled one, so a
+        Published built of it is shared at once. What the memo keeps alive is bounded by its size (about 11 MiB
+        of peak memory at 100,000 Placements with `decided_by_pages`)."""
+
+    def _unpacked(self, prefix: str, rest: str) -> tuple[str, ...]:
+        whole = prefix + rest.replace(_SEPARATOR, _SEPARATOR + prefix) if prefix else rest
+        return self.clusters(tuple(map(sys.intern, whole.split(_SEPARATOR))))
+
+    def page(self, page: Page) -> Page:
+        """The page with the shared tuple of its clusters."""
+        clusters = self.clusters(page.clusters)
+        return page if clusters is page.clusters else Page(page.name, page.group_name, page.group_index, clusters)
+
+    def decided_of(self, pages: Sequence[Page]) -> frozenset[str]:
+        """The shared set of the pages' clusters."""
+        return self.decided_by_pages.get(tuple(page.clusters for page in pages), self._decided_set)
+
+    def _decided_set(self, *parts: tuple[str, ...]) -> frozenset[str]:
+        return self.decided(frozenset(chain.from_iterable(parts)))
 
 
 def _packed(clusters: tuple[str, ...]) -> tuple[str, str | tuple[str, ...]]:
@@ -182,54 +236,37 @@ def _packed(clusters: tuple[str, ...]) -> tuple[str, str | tuple[str, ...]]:
     return prefix, rest[len(prefix) :]
 
 
-def _unpack(prefix: Any, rest: Any) -> tuple[str, ...]:
+def _unpack(prefix: Any, rest: Any, pools: StatePools) -> tuple[str, ...]:
     """Inverse of `_packed`; TypeError when the entry holds anything else."""
     if isinstance(prefix, str) and isinstance(rest, str):
-        return _unpacked(prefix, rest)
+        return pools.unpacked(prefix, rest)
     if not isinstance(prefix, str) or not isinstance(rest, list) or not all(isinstance(name, str) for name in rest):
         raise TypeError(f"packed page clusters must be a string and a string or a list of them, not {rest!r}")
     return tuple([sys.intern(prefix + name) for name in rest])
 
 
-@lru_cache(maxsize=1 << 15)
-def _unpacked(prefix: str, rest: str) -> tuple[str, ...]:
-    """A restore reads the same pages many times: placements repeating a spec mostly publish the same ones (the
-    benchmark's 20,000 Placements hold 36,500 pages, 8,700 of them distinct, which a memo of 1,024 unpacked
-    19,000 times; 100,000 hold 21,100 distinct pages). The tuple returned is the pooled one, so a Published
-    built of it is shared at once. What the memo keeps alive is bounded by its size (about 11 MiB of peak
-    memory at 100,000 Placements with the decisions' memo below)."""
-    whole = prefix + rest.replace(_SEPARATOR, _SEPARATOR + prefix) if prefix else rest
-    return _shared_clusters(tuple(map(sys.intern, whole.split(_SEPARATOR))))
-
-
-_DUMPED: ByIdentity[dict[str, Any]] = ByIdentity(256)
-"""Published conditions as JSON: decisions share a few condition objects (see `shared_condition`), and every
-decision entry writes them. The JSON is only serialised, never changed."""
-
-
-_SPECS: ByIdentity[dict[str, Any]] = ByIdentity(256)
-"""Specs as JSON: Placements share equal specs (topics/placement.py), and a cold start writes each Placement."""
-
-
-def _dump_placement(placement: Placement) -> dict[str, Any]:
+def _dump_placement(placement: Placement, pools: StatePools) -> dict[str, Any]:
     """`dump_model(placement)` with the spec's JSON made once per spec object."""
-    return dump_model(placement, {"spec": _SPECS.get((placement.spec,), dump_model)})
+    return dump_model(placement, {"spec": pools.specs.get((placement.spec,), dump_model)})
 
 
-def placement_state_changes(old: PlacementState | None, new: PlacementState | None) -> list[StatePart]:
+def placement_state_changes(
+    old: PlacementState | None, new: PlacementState | None, interning: Interning
+) -> list[StatePart]:
     """The changelog entries that differ between the state last written and `new` (see the module docstring)."""
     if new is None:
         return [("", None), (DECISION_PART, None)]
+    pools = interning.pools(StatePools)
     parts: list[StatePart] = []
     if old is None or old.placement is not new.placement:
-        parts.append(("", {"placement": _dump_placement(new.placement)}))
+        parts.append(("", {"placement": _dump_placement(new.placement, pools)}))
     if parts or old is None or old.published is not new.published or old.due != new.due:
-        parts.append((DECISION_PART, _dump_decision(new)))
+        parts.append((DECISION_PART, _dump_decision(new, pools)))
     return parts
 
 
 def load_placement_part(
-    state: PlacementState | None, part: str, raw: Mapping[str, Any] | None
+    state: PlacementState | None, part: str, raw: Mapping[str, Any] | None, interning: Interning
 ) -> PlacementState | None:
     """`state` with one changelog entry of `placement_state_changes` applied (an entry holding the whole state, as
     `dump_placement_state` writes it, is read too); InvalidStateError when the entry cannot be read."""
@@ -239,17 +276,17 @@ def load_placement_part(
         if part == DECISION_PART:
             if state is None:  # a decision before any Placement is an older one, replaced by a later entry
                 return None
-            published, due = (None, None) if raw is None else _load_decision(raw)
+            published, due = (None, None) if raw is None else _load_decision(raw, interning)
             return replace(state, published=published, due=due)
         if raw is None:
             return None
         if "published" in raw:
-            return _load_whole(raw)
-        placement = _load_placement(raw)
+            return _load_whole(raw, interning)
+        placement = _load_placement(raw, interning)
         return PlacementState(placement) if state is None else replace(state, placement=placement)
 
 
-def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | None:
+def peer_decided(part: str, raw: Mapping[str, Any] | None, interning: Interning) -> frozenset[str] | None:
     """The clusters a placement owned elsewhere has decided, by one of its changelog entries: empty when the
     entry removes the placement or its decision, None when the entry says nothing of the decision (a Placement
     entry, which a decision entry always follows). InvalidStateError when the entry cannot be read."""
@@ -261,13 +298,14 @@ def peer_decided(part: str, raw: Mapping[str, Any] | None) -> frozenset[str] | N
         return None
     with _readable:
         body = raw["published"]
-        return frozenset() if body is None else _decided(_body_pages(body))
+        pools = interning.pools(StatePools)
+        return frozenset() if body is None else pools.decided_of(_body_pages(body, pools))
 
 
-def load_placement_state(raw: Mapping[str, Any]) -> PlacementState:
+def load_placement_state(raw: Mapping[str, Any], interning: Interning) -> PlacementState:
     """Inverse of dump_placement_state; InvalidStateError when the entry cannot be read."""
     with _readable:
-        return _load_whole(raw)
+        return _load_whole(raw, interning)
 
 
 _readable = UnreadableState(
@@ -277,67 +315,49 @@ _readable = UnreadableState(
 """Any error reading an entry becomes InvalidStateError, so restore names the entry and goes on."""
 
 
-def _load_whole(raw: Mapping[str, Any]) -> PlacementState:
-    published, due = _load_decision(raw)
-    return PlacementState(_load_placement(raw), published, due)
+def _load_whole(raw: Mapping[str, Any], interning: Interning) -> PlacementState:
+    published, due = _load_decision(raw, interning)
+    return PlacementState(_load_placement(raw, interning), published, due)
 
 
-def _load_placement(raw: Mapping[str, Any]) -> Placement:
-    return Placement.model_validate(raw["placement"])
+def _load_placement(raw: Mapping[str, Any], interning: Interning) -> Placement:
+    return Placement.model_validate(raw["placement"], context=interning)
 
 
-def _load_decision(raw: Mapping[str, Any]) -> tuple[Published | None, datetime | None]:
+def _load_decision(raw: Mapping[str, Any], interning: Interning) -> tuple[Published | None, datetime | None]:
     body = raw.get("published")
     published = None
     if body is not None:
+        pools = interning.pools(StatePools)
         warning = body.get("warning")
         evaluated = _time(body["evaluationTime"])
         assert evaluated is not None
         published = Published(
-            pages=_body_pages(body),
+            pages=_body_pages(body, pools),
             selected=int(body["selected"]),
-            conditions=tuple(_load_condition(c) for c in body["conditions"]),
+            conditions=tuple(_load_condition(c, pools) for c in body["conditions"]),
             warning=None if warning is None else (str(warning[0]), str(warning[1])),
             generation=int(body.get("generation", 0)),
             evaluation_time=evaluated,
+            interning=interning,
         )
     return published, _time(raw.get("due"))
 
 
-def _load_condition(raw: Any) -> Condition:
+def _load_condition(raw: Any, pools: StatePools) -> Condition:
     """A condition entry, validated once per distinct entry (placements mostly hold the same few). Not also
-    put in the pool of computed conditions (`shared_condition`): see topics/interning.py."""
-    return validated_once(_loaded_conditions, raw, Condition.model_validate)
+    put in the pool of computed conditions (`ConditionPools`): see topics/interning.py."""
+    return validated_once(pools.loaded_conditions, raw, Condition.model_validate)
 
 
-def _body_pages(body: Mapping[str, Any]) -> tuple[Page, ...]:
+def _body_pages(body: Mapping[str, Any], pools: StatePools) -> tuple[Page, ...]:
     """A decision's pages, packed (`packedPages`) or as entries before packing wrote them (`pages`)."""
     packed = body.get("packedPages")
     if packed is None:
         return _load_pages(body["pages"])
-    return tuple(Page(str(n), str(g), int(i), _unpack(prefix, rest)) for n, g, i, prefix, rest in packed)
+    return tuple(Page(str(n), str(g), int(i), _unpack(prefix, rest, pools)) for n, g, i, prefix, rest in packed)
 
 
 def _load_pages(raw: Sequence[Any]) -> tuple[Page, ...]:
     # names read from JSON are new strings per occurrence: hundreds per decision, so share them
     return tuple(Page(str(n), str(g), int(i), tuple(map(sys.intern, cs))) for n, g, i, cs in raw)
-
-
-def _shared_page(page: Page) -> Page:
-    clusters = _shared_clusters(page.clusters)
-    return page if clusters is page.clusters else Page(page.name, page.group_name, page.group_index, clusters)
-
-
-_DECIDED_BY_PAGES: ByIdentity[frozenset[str]] = ByIdentity(1 << 15)
-"""A decision's clusters by its pages' (shared) cluster tuples: placements repeating a spec mostly publish the
-same pages, and their clusters need no second set (a restore of 100,000 Placements reads 21,600 distinct
-decisions: a smaller memo, cleared when full, would make most of them again)."""
-
-
-def _decided(pages: Sequence[Page]) -> frozenset[str]:
-    parts = tuple(page.clusters for page in pages)
-    return _DECIDED_BY_PAGES.get(parts, _decided_set)
-
-
-def _decided_set(*parts: tuple[str, ...]) -> frozenset[str]:
-    return _shared_decided(frozenset(chain.from_iterable(parts)))

@@ -15,6 +15,7 @@ from engine.cluster.pipeline.plugins.predicate import PredicateFilter
 from engine.cluster.pipeline.status import Code
 from engine.core import CEL_PLACEMENT_BUDGET
 from engine.inventory import Inventory
+from topics.interning import Interning
 from topics.inventory import (
     AddOnPlacementScore,
     ClusterTaintsUpdated,
@@ -171,6 +172,10 @@ def one_set_world(*clusters: ClusterBuilder, namespace: str = "ns1", set_name: s
     return world.with_clusters(*(c.in_set(set_name) for c in clusters))
 
 
+INTERNING = Interning()
+"""The pools the builders validate Placements with, as a runtime's decoder does."""
+
+
 def a_placement(
     spec: Mapping[str, Any] | None = None,
     *,
@@ -179,11 +184,11 @@ def a_placement(
     annotations: Mapping[str, str] | None = None,
     generation: int = 1,
 ) -> Placement:
-    """A Placement from upstream-style JSON spec."""
+    """A Placement from upstream-style JSON spec, its parts shared with equal ones built before (`INTERNING`)."""
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "generation": generation}
     if annotations:
         metadata["annotations"] = dict(annotations)
-    return Placement.model_validate({"metadata": metadata, "spec": dict(spec or {})})
+    return Placement.model_validate({"metadata": metadata, "spec": dict(spec or {})}, context=INTERNING)
 
 
 def run(

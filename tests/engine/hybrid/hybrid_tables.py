@@ -10,8 +10,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from engine.hybrid import RuleDriver
 from engine.hybrid.identity import Ref
+from tests.engine.drivers.hybrid import RuleDriver
 from topics.base import KubeObject
 from topics.inventory import Deployer, InventoryResource, ManagedCluster
 from topics.k8s import ObjectReference

@@ -13,12 +13,12 @@ from hybrid_tables import build, build_all, clusters, entries_of, labels, play
 
 from engine.core import EngineSettings
 from engine.errors import InvalidStateError
-from engine.hybrid import HybridPlacementEngine, RuleDriver, subject_key
-from engine.hybrid.driver import T0
+from engine.hybrid import HybridPlacementEngine, subject_key
 from engine.hybrid.output import decided as snapshot_of
 from engine.inventory import InventoryChange, ObjectKey
 from engine.inventory.store import TAINTS_KIND
 from engine.runtime import InputRecord, Runtime
+from tests.engine.drivers.hybrid import T0, RuleDriver
 from topics.codec import decode_event, dump_model, encode_event
 from topics.events import EVENT_KINDS
 from topics.names import TopicRole

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hybrid_tables import clusters, labels, play
 
-from engine.hybrid.driver import T0
+from tests.engine.drivers.hybrid import T0
 
 C3 = clusters("c1", "c2", "c3")
 DEV = clusters("c1", "c2", "c3", c1={"env": "dev"}, c2={"env": "dev"}, c3={"env": "prod"})

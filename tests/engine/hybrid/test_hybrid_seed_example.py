@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from hybrid_tables import build_all, clusters, labels, ratings_by_round
 
-from engine.hybrid import RuleDriver
+from tests.engine.drivers.hybrid import RuleDriver
 
 # the documentation's rule, with its empty keys left as nulls
 DOC_RULE = {
