@@ -21,7 +21,7 @@ import re2  # type: ignore[import-untyped, unused-ignore]
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-__all__ = ["EXTENSION_FUNCTIONS", "Semver"]
+__all__ = ["EXTENSION_FUNCTIONS", "Semver", "cel_index"]
 
 
 class _Match(Protocol):
@@ -341,7 +341,16 @@ def cel_format(text: Any, args: Any) -> celtypes.StringType:
     return celtypes.StringType("".join(out))
 
 
+def cel_index(container: Any, key: Any) -> Any:
+    """`container[key]`; a negative list index is out of range, as in cel-go (Python's would count from the
+    end, so `[1, 2, 3][-1] == 3` would hold where upstream reads a runtime error, spec C15)."""
+    if isinstance(container, list) and isinstance(key, int) and key < 0:
+        raise IndexError(f"index out of bounds: {key}")
+    return container[key]
+
+
 EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "_[_]": cel_index,
     "semver": cel_semver,
     "isSemver": cel_is_semver,
     "isGreaterThan": cel_is_greater_than,

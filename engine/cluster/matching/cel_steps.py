@@ -16,6 +16,7 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError, NameContainer, celbytes, celstr
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OR, Budget, CostLimitExceededError
+from engine.cluster.matching.cel_functions import cel_index
 
 __all__ = [
     "Env",
@@ -58,7 +59,7 @@ def selection(base: Node, field: str, budget: Budget, tree: lark.Tree[Any]) -> N
 
 def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Budget, tree: lark.Tree[Any]) -> Node:
     """`target[index]`: 1, then `_[_]` with celpy's error values for its failures."""
-    plain = function is operator.getitem
+    plain = function is operator.getitem or function is cel_index
     spend = budget.spend
 
     def item(env: Env) -> Any:

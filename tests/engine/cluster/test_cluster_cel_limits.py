@@ -142,6 +142,8 @@ def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
         ('{"a": 1, "b": 2}.all(k, k.size() == 1)', True),
         ("[1, 2, 3].exists_one(x, x > 1)", False),
         ("[1, 2, 3][5] == 2", False),
+        ("[1, 2, 3][-1] == 3", False),  # out of range, as in cel-go: Python's index would count from the end
+        ("[1, 2, 3][-1] == 3 || true", True),
         ("true ? 1 == 1 : 1 / 0 == 1", True),
     ],
 )
