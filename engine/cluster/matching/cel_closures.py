@@ -37,6 +37,7 @@ from engine.cluster.matching.cel_steps import (
     indexing,
     literal_value,
     map_literal,
+    presence,
     selection,
     short_circuit,
     unpack_error,
@@ -342,6 +343,9 @@ class _Compiler:
         args = self._exprlist(tree.children[1]) if len(tree.children) == 2 else None
         if str(token) not in ("has", "dyn"):
             return self._call(token, None, args)
+        if str(token) == "has":  # the checker lets only `has(e.f)` through
+            target, field = tree.children[1].children[0].children
+            return presence(self.node(target), str(field), self.budget)
         items = [self.node(child) for child in tree.children[1].children] if len(tree.children) == 2 else []
 
         def first(env: Env) -> Any:
@@ -349,9 +353,7 @@ class _Compiler:
             values = [item(env) for item in items]
             return values[0]
 
-        if str(token) == "dyn":
-            return first
-        return lambda env: _BOOL(not isinstance(first(env), CELEvalError))
+        return first
 
     def _list_lit(self, tree: lark.Tree[Any]) -> Node:
         spend = self.spend

@@ -25,6 +25,7 @@ __all__ = [
     "indexing",
     "literal_value",
     "map_literal",
+    "presence",
     "selection",
     "short_circuit",
     "unpack_error",
@@ -55,6 +56,22 @@ def selection(base: Node, field: str, budget: Budget, tree: lark.Tree[Any]) -> N
         return _select_other(member, field, tree)
 
     return select
+
+
+def presence(target: Node, field: str, budget: Budget) -> Node:
+    """`has(target.field)`: target evaluated first, and an error in it is the result (cel-go: `has(a.b.c)` with no
+    `b` is an error, not false, so `!has(...)` does not match such a cluster, spec C15); then 1 for the test,
+    true when target is a map holding `field`, false for any other value."""
+    spend = budget.spend
+
+    def has(env: Env) -> Any:
+        member = target(env)
+        if isinstance(member, CELEvalError):
+            return member
+        spend(1)
+        return _BOOL(isinstance(member, _MAP) and field in member)
+
+    return has
 
 
 def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Budget, tree: lark.Tree[Any]) -> Node:

@@ -91,6 +91,8 @@ class CostEvaluator(Evaluator):
             if name in evaluation.base_functions:  # a type such as `int` (`type(x) == int`): not the costed call
                 return evaluation.base_functions[name]
             return super().primary(tree)  # a function's name, or the undeclared-reference error value
+        if kind == "ident_arg" and child.children[0] == "has":
+            return self._has(child.children[1])  # type: ignore[arg-type]
         if kind == "ident_arg" and child.children[0] not in ("has", "dyn"):
             args = self.visit(child.children[1]) if len(child.children) == 2 else ()  # type: ignore[arg-type]
             return self._invoke(child.children[0], (), args)
@@ -98,6 +100,15 @@ class CostEvaluator(Evaluator):
         if cost:
             self.budget.spend(cost)
         return super().primary(tree)
+
+    def _has(self, exprlist: lark.Tree[lark.Token]) -> Any:
+        """`has(e.f)` as cel-go: an error evaluating e is the result; then 1 for the test of f in the map e."""
+        target, field = exprlist.children[0].children  # type: ignore[union-attr]
+        member = self.visit(target)  # type: ignore[arg-type]
+        if isinstance(member, CELEvalError):
+            return member
+        self.budget.spend(1)
+        return celtypes.BoolType(isinstance(member, celtypes.MapType) and str(field) in member)
 
     def exprlist(self, tree: lark.Tree[lark.Token]) -> Any:
         """Arguments and list items: the first error among them, or the list."""

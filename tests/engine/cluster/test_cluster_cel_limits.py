@@ -116,6 +116,8 @@ def test_cluster_cel_expressions_within_upstream_limits_still_evaluate(expressio
         ('"%s-%s".format(["a", "b"]) == "a-b"', 13),
         ('managedCluster.metadata.name.matches("^c[0-9]+$")', 6),  # text (1 + 2) / 10, pattern 9 / 4
         ('{"a": 1}["a"] == 1', 32),
+        ("has(managedCluster.metadata.labels.env)", 4),  # 1 per step and 1 for the test
+        ("has(managedCluster.metadata.nope.env)", 3),  # no test once `nope` is missing, as cel-go
     ],
 )
 def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
