@@ -19,6 +19,7 @@ import lark
 from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError
 
+from engine.cluster.matching.cel_compare import COMPARISONS
 from engine.cluster.matching.cel_cost import (
     AND,
     ITERATION,
@@ -63,9 +64,12 @@ class _Compiler:
         self.activation = activation = costed_activation(base, budget)
         self.functions: Mapping[str, Callable[..., Any]] = activation.functions
         self.standard = frozenset(
-            name for name in _TESTS if base.functions.get(name) is evaluation.base_functions.get(name)
+            name
+            for name in _TESTS
+            if base.functions.get(name) in (evaluation.base_functions.get(name), COMPARISONS.get(name))
         )
-        """The comparisons `base` leaves to celpy: those the fast path may stand in for."""
+        """The comparisons `base` leaves to celpy or `cel_compare` (which answer two ints or two strings as
+        celpy does): those the fast path may stand in for."""
         self.budget = budget
         self.spend = budget.spend
         self.constants: dict[Node, Any] = {}

@@ -21,6 +21,8 @@ import re2  # type: ignore[import-untyped, unused-ignore]
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
+from engine.cluster.matching.cel_compare import COMPARISONS
+
 __all__ = ["EXTENSION_FUNCTIONS", "Semver", "cel_index"]
 
 
@@ -351,6 +353,7 @@ def cel_index(container: Any, key: Any) -> Any:
 
 EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "_[_]": cel_index,
+    **COMPARISONS,
     "semver": cel_semver,
     "isSemver": cel_is_semver,
     "isGreaterThan": cel_is_greater_than,

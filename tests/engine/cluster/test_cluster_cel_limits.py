@@ -144,6 +144,12 @@ def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
         ('{"a": 1, "b": 2}.all(k, k.size() == 1)', True),
         ("[1, 2, 3].exists_one(x, x > 1)", False),
         ("[1, 2, 3][5] == 2", False),
+        ("dyn('a') == 1", False),  # equality across types is an answer in cel-go, never an error
+        ("dyn('a') != 1 && dyn(null) != 0 && dyn([1]) != {}", True),
+        ("dyn(1) == 1u && dyn(1) == 1.0 && dyn(2u) != 2.5", True),  # numbers compare by value
+        ("dyn(1) < 2.0 && dyn(2) > 1u && dyn(1.5) <= 2u", True),
+        ("dyn('a') < 1 || true", True),  # ordering across non-numbers stays an error, which || absorbs
+        ("!(dyn('a') < 1)", False),
         ("[1, 2, 3][-1] == 3", False),  # out of range, as in cel-go: Python's index would count from the end
         ("[1, 2, 3][-1] == 3 || true", True),
         ("true ? 1 == 1 : 1 / 0 == 1", True),

@@ -280,8 +280,16 @@ def _scored_world() -> Any:
         ('managedCluster.scores("usage").exists(s, s.name == "cpu" && s.value > 80)', ["c1"]),
         ('managedCluster.scores("usage").filter(s, s.name == "cpu").all(e, e.value > 80)', ["c1", "c3"]),
         ('managedCluster.scores("missing").size() == 0', []),
+        ('managedCluster.scores("usage").exists(s, s.name == "cpu" && s.value > 80.5)', ["c1"]),
+        ('managedCluster.scores("usage").exists(s, s.value == 50.0 || s.value == 1u)', ["c2", "c3"]),
     ],
-    ids=["expired-values-still-returned", "C16-quirk-no-entry-is-true", "missing-object-is-no-match"],
+    ids=[
+        "expired-values-still-returned",
+        "C16-quirk-no-entry-is-true",
+        "missing-object-is-no-match",
+        "int-score-against-a-double",
+        "equal-across-number-types",
+    ],
 )
 def test_cluster_cel_scores(expression: str, expected: list[str]) -> None:
     assert decided(run(_scored_world(), a_placement(_cel(expression)))) == expected
