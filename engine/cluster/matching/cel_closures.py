@@ -4,10 +4,10 @@ A checked expression's condensed tree (`cel_env`) is turned once into nested clo
 (slot 0 the cluster, one slot per comprehension variable, resolved by scope when compiling), so an evaluation
 does no name lookups, dispatch on rule names or activation cloning. Every step charges the budget what it is
 charged in `cel_cost` and in the same order (so a stopped evaluation has spent exactly the same), calls the same
-costed function table, and builds the same values and error values as cel-python's interpreter: an error is a
-value that `&&`, `||`, `all` and `exists` may absorb, and an error in a `map`, `filter` or `exists_one` body is
-raised, as there. The comprehensions are plain loops, and comparisons of two ints or two strings skip the
-generic call (same cost, same result).
+costed function table, and builds the same values and error values as cel-python's interpreter, except where
+cel-go (upstream) answers otherwise (`cel_steps`, `cel_compare`): an error is a value that `&&`, `||`, `all` and
+`exists` may absorb, also one from a `map`, `filter` or `exists_one` body. The comprehensions are plain loops,
+and comparisons of two ints or two strings skip the generic call (same cost, same result).
 """
 
 from __future__ import annotations

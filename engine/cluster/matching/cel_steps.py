@@ -25,6 +25,8 @@ __all__ = [
     "indexing",
     "literal_value",
     "map_literal",
+    "not_boolean",
+    "not_iterable",
     "presence",
     "selection",
     "short_circuit",
@@ -123,14 +125,30 @@ def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Nod
     return mapped
 
 
+def not_iterable(listed: Any) -> CELEvalError | None:
+    """The error of a macro over `listed` when it is neither a list nor a map (a string, a number...), as cel-go's;
+    None when it can be iterated."""
+    if isinstance(listed, CELEvalError):
+        return listed
+    if isinstance(listed, list | dict):
+        return None
+    return CELEvalError("expected iterable type", TypeError, (type(listed).__name__,))
+
+
+def not_boolean(value: Any) -> CELEvalError:
+    """The error of a `filter` or `exists_one` predicate that gave a non-boolean value, as cel-go's."""
+    return CELEvalError("no such overload", TypeError, (type(value).__name__,))
+
+
 def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Budget) -> Node:
     """`all` (decides on false) or `exists` (on true): the body's error values are combined, not raised."""
     combine, per = (OR, ITERATION["exists"]) if decides else (AND, ITERATION["all"])
 
     def loop(env: Env) -> Any:
         listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
+        failed = not_iterable(listed)
+        if failed is not None:
+            return failed
         result: Any = _BOOL(not decides)
         for item in listed:
             budget.used += per
@@ -152,14 +170,16 @@ def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Bud
 
 
 def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) -> Node:
-    """`map`, `filter` and `exists_one`: an error value of the body is raised, as celpy raises it."""
+    """`map`, `filter` and `exists_one`: an error value of the body, or a predicate that is not a boolean, is the
+    result (a value, as cel-go's, so a `||` or `&&` around the macro can absorb it)."""
     per, kept = ITERATION[name], KEPT.get(name, 0)
     mapping = name == "map"
 
     def loop(env: Env) -> Any:
         listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
+        failed = not_iterable(listed)
+        if failed is not None:
+            return failed
         built = []
         spend = budget.spend
         for item in listed:
@@ -167,9 +187,11 @@ def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) ->
             env[slot] = item
             value = body(env)
             if isinstance(value, CELEvalError):
-                raise value
+                return value
             if mapping:
                 built.append(value)
+            elif type(value) is not _BOOL:
+                return not_boolean(value)
             elif value:
                 spend(kept)
                 built.append(item)

@@ -15,6 +15,7 @@ from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, Referent
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OPERATOR_ERRORS, OPERATORS, OR, Budget
+from engine.cluster.matching.cel_steps import not_boolean, not_iterable
 
 __all__ = ["CostEvaluator"]
 
@@ -158,10 +159,9 @@ class CostEvaluator(Evaluator):
     conditionalor = functools.partialmethod(_logical, combine=OR, decides=True)
     conditionaland = functools.partialmethod(_logical, combine=AND, decides=False)
 
-    def _body(self, tree: lark.Tree[lark.Token], errors_raise: bool) -> Callable[[Any], Any]:
+    def _body(self, tree: lark.Tree[lark.Token]) -> Callable[[Any], Any]:
         """A macro's body as a function of its variable. One nested activation serves every element, the variable
-        rebound each time (celpy clones the whole activation per element, half an iteration's time). An error
-        value is raised for `map`, `filter` and `exists_one`, and returned for `all` and `exists`, as celpy."""
+        rebound each time (celpy clones the whole activation per element, half an iteration's time)."""
         variable, body = tree.children[2].children  # type: ignore[union-attr]
         assert isinstance(variable, lark.Tree) and isinstance(body, lark.Tree)
         (ident,) = variable.find_data("ident")
@@ -172,10 +172,7 @@ class CostEvaluator(Evaluator):
 
         def run(item: Any) -> Any:
             binding.value = item
-            value = evaluator.visit(body)
-            if errors_raise and isinstance(value, CELEvalError):
-                raise value
-            return value
+            return evaluator.visit(body)
 
         return run
 
@@ -189,11 +186,12 @@ class CostEvaluator(Evaluator):
             args = self.visit(children[2]) if len(children) == 3 else ()  # type: ignore[arg-type]
             return self._invoke(children[1], (target,), args)
         items = self.visit(children[0])  # type: ignore[arg-type]
-        if isinstance(items, CELEvalError):
-            return items
+        failed = not_iterable(items)
+        if failed is not None:
+            return failed
         spend, kept = self.budget.spend, KEPT.get(name, 0)
         if name in ("all", "exists"):
-            body = self._body(tree, errors_raise=False)
+            body = self._body(tree)
             combine, decides = (AND, False) if name == "all" else (OR, True)
             result: Any = celtypes.BoolType(not decides)
             for item in items:
@@ -202,12 +200,16 @@ class CostEvaluator(Evaluator):
                 if isinstance(result, celtypes.BoolType) and bool(result) is decides:
                     break
             return result
-        body, built = self._body(tree, errors_raise=True), []
+        body, built = self._body(tree), []
         for item in items:
             spend(per)
             value = body(item)
+            if isinstance(value, CELEvalError):
+                return value
             if name == "map":
                 built.append(value)
+            elif not isinstance(value, celtypes.BoolType):
+                return not_boolean(value)
             elif value:
                 spend(kept)
                 built.append(item)
