@@ -22,6 +22,7 @@ __all__ = [
     "Env",
     "Node",
     "collecting",
+    "first_error",
     "indexing",
     "literal_value",
     "map_literal",
@@ -102,9 +103,15 @@ def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Bu
     return item
 
 
+def first_error(values: list[Any]) -> CELEvalError | None:
+    """The first error value among `values`, None when there is none."""
+    return next((value for value in values if isinstance(value, CELEvalError)), None)
+
+
 def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Node:
-    """`{k: v, ...}`: 30, then every key and value in order; a duplicate or invalid key is an error value (at the
-    primary, as celpy words it); error values among the entries are kept as entries."""
+    """`{k: v, ...}`: 30, then every key and value in order; the first error value among them is the result, as
+    in cel-go (celpy kept it as an entry); a duplicate or invalid key is an error value (at the primary, as celpy
+    words it)."""
     spend = budget.spend
 
     def mapped(env: Env) -> Any:
@@ -113,6 +120,9 @@ def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Nod
             return celtypes.MapType()
         try:
             values = [part(env) for part in parts]
+            failed = first_error(values)
+            if failed is not None:
+                return failed
             result = celtypes.MapType()
             for key, value in zip(values[0::2], values[1::2], strict=True):
                 if key in result:

@@ -15,7 +15,7 @@ from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, Referent
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OPERATOR_ERRORS, OPERATORS, OR, Budget
-from engine.cluster.matching.cel_steps import not_boolean, not_iterable
+from engine.cluster.matching.cel_steps import first_error, not_boolean, not_iterable
 
 __all__ = ["CostEvaluator"]
 
@@ -100,7 +100,10 @@ class CostEvaluator(Evaluator):
         cost = _PRIMARY.get(kind)
         if cost:
             self.budget.spend(cost)
-        return super().primary(tree)
+        value = super().primary(tree)
+        if kind == "map_lit" and isinstance(value, celtypes.MapType):  # an error among the entries is the result
+            return first_error([part for entry in value.items() for part in entry]) or value
+        return value
 
     def _has(self, exprlist: lark.Tree[lark.Token]) -> Any:
         """`has(e.f)` as cel-go: an error evaluating e is the result; then 1 for the test of f in the map e."""

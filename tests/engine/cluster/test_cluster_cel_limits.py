@@ -155,6 +155,8 @@ def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
         ("dyn(1) < 2.0 && dyn(2) > 1u && dyn(1.5) <= 2u", True),
         ("dyn('a') < 1 || true", True),  # ordering across non-numbers stays an error, which || absorbs
         ("!(dyn('a') < 1)", False),
+        ('{"a": 1 / 0}.size() == 1', False),  # an error among a map literal's entries is the map's value
+        ('{"a": 1 / 0}.size() == 1 || true', True),
         ("[1, 2, 3][-1] == 3", False),  # out of range, as in cel-go: Python's index would count from the end
         ("[1, 2, 3][-1] == 3 || true", True),
         ("true ? 1 == 1 : 1 / 0 == 1", True),
