@@ -21,6 +21,7 @@ from engine.cluster.matching.cel_functions import cel_index
 __all__ = [
     "Env",
     "Node",
+    "cel_string",
     "collecting",
     "first_error",
     "indexing",
@@ -239,6 +240,15 @@ def _select_other(member: Any, field: str, tree: lark.Tree[Any]) -> Any:
     return CELEvalError(message, TypeError, None, tree=tree)
 
 
+def cel_string(token: Any) -> celtypes.StringType:
+    """celpy's value of a string literal token, with the line breaks of a multi-line one kept, as cel-go keeps them
+    (celpy's escape pattern skips them: `'''a` + newline + `b'''` was "ab")."""
+    text = token.value
+    if "\n" in text and text[:1] not in ("r", "R"):
+        token = lark.Token(token.type, text.replace("\n", "\\n"))
+    return celstr(token)
+
+
 def literal_value(token: Any) -> Any:
     """celpy's value of a literal token (a ValueError for one it cannot make)."""
     kind, text = token.type, token.value
@@ -249,7 +259,7 @@ def literal_value(token: Any) -> Any:
     if kind == "UINT_LIT":
         return celtypes.UintType(text[:-1])
     if kind in ("MLSTRING_LIT", "STRING_LIT"):
-        return celstr(token)
+        return cel_string(token)
     if kind == "BYTES_LIT":
         return celbytes(token)
     if kind == "BOOL_LIT":

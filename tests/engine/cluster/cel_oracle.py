@@ -15,7 +15,7 @@ from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, Referent
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OPERATOR_ERRORS, OPERATORS, OR, Budget
-from engine.cluster.matching.cel_steps import first_error, not_boolean, not_iterable
+from engine.cluster.matching.cel_steps import cel_string, first_error, not_boolean, not_iterable
 
 __all__ = ["CostEvaluator"]
 
@@ -66,7 +66,7 @@ class CostEvaluator(Evaluator):
         key = (token.type, token.value)
         if key in _LITERALS:
             return _LITERALS[key]
-        value = super().literal(tree)
+        value = cel_string(token) if token.type in ("STRING_LIT", "MLSTRING_LIT") else super().literal(tree)
         if not isinstance(value, CELEvalError):
             if len(_LITERALS) >= 4096:
                 _LITERALS.clear()

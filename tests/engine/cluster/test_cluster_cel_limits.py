@@ -157,6 +157,7 @@ def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
         ("!(dyn('a') < 1)", False),
         ('{"a": 1 / 0}.size() == 1', False),  # an error among a map literal's entries is the map's value
         ('{"a": 1 / 0}.size() == 1 || true', True),
+        ("'''two\nlines''' == 'two\\nlines'", True),  # a multi-line string keeps its line break
         ("[1, 2, 3][-1] == 3", False),  # out of range, as in cel-go: Python's index would count from the end
         ("[1, 2, 3][-1] == 3 || true", True),
         ("true ? 1 == 1 : 1 / 0 == 1", True),
