@@ -98,17 +98,6 @@ class Semver:
         return hash(self._key())
 
 
-def _normalize(text: str) -> str:
-    """The semver library's normalisation: optional `v`, missing minor/patch, leading zeros."""
-    text = text.removeprefix("v")
-    core, sep, rest = text.partition("-") if "-" in text else text.partition("+")
-    parts = core.split(".")
-    if len(parts) > 3 or not all(p.isdigit() for p in parts):
-        return text
-    parts = [str(int(p)) for p in parts] + ["0"] * (3 - len(parts))
-    return ".".join(parts) + sep + rest
-
-
 @lru_cache(maxsize=4096)
 def _parsed(text: str) -> Semver:
     """A version parsed once: a fleet reports few distinct versions, and parsing is most of a semver test (a
@@ -116,15 +105,16 @@ def _parsed(text: str) -> Semver:
     return Semver(text)
 
 
-def cel_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> Semver:
-    """`semver(s)` / `semver(s, normalize)`; a bad string is a runtime error."""
-    return _parsed(_normalize(str(text)) if normalize else str(text))
+def cel_semver(text: celtypes.StringType) -> Semver:
+    """`semver(s)`; a bad string is a runtime error. OCM's environment takes the Kubernetes semver library without
+    its normalizing `semver(s, true)` (a compile error upstream, so here too)."""
+    return _parsed(str(text))
 
 
-def cel_is_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> celtypes.BoolType:
-    """`isSemver(s)` / `isSemver(s, normalize)`."""
+def cel_is_semver(text: celtypes.StringType) -> celtypes.BoolType:
+    """`isSemver(s)`."""
     try:
-        cel_semver(text, normalize)
+        cel_semver(text)
     except ValueError:
         return celtypes.BoolType(False)
     return celtypes.BoolType(True)
