@@ -41,7 +41,6 @@ from engine.cluster.matching.cel_steps import (
     presence,
     selection,
     short_circuit,
-    unpack_error,
 )
 
 __all__ = ["Evaluate", "compile_closure"]
@@ -398,18 +397,18 @@ class _Compiler:
     def _comprehension(self, tree: lark.Tree[Any], name: str) -> Node:
         items = self.node(tree.children[0])
         args = tree.children[2].children
-        if len(args) != 2:  # `map(x, p, f)`: celpy's interpreter cannot unpack it, a runtime error
-            return unpack_error(items)
         (ident,) = args[0].find_data("ident")
         slot = self.slots
         self.slots += 1
         self.scopes.append((str(ident.children[0]), slot))
         try:
-            body = self.node(args[1])
+            body, *transform = (self.node(arg) for arg in args[1:])
         finally:
             self.scopes.pop()
         if name in ("all", "exists"):
             return short_circuit(items, body, slot, name == "exists", self.budget)
+        if transform:  # `map(x, p, f)`, the only macro the checker lets take three arguments
+            return collecting(items, body, slot, "filter", self.budget, transform=transform[0])
         return collecting(items, body, slot, name, self.budget)
 
 

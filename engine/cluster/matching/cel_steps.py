@@ -32,7 +32,6 @@ __all__ = [
     "presence",
     "selection",
     "short_circuit",
-    "unpack_error",
 ]
 
 Env = list[Any]
@@ -180,9 +179,10 @@ def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Bud
     return loop
 
 
-def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) -> Node:
+def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget, *, transform: Node | None = None) -> Node:
     """`map`, `filter` and `exists_one`: an error value of the body, or a predicate that is not a boolean, is the
-    result (a value, as cel-go's, so a `||` or `&&` around the macro can absorb it)."""
+    result (a value, as cel-go's, so a `||` or `&&` around the macro can absorb it). `transform`: `map(x, p, f)`,
+    given as `filter` with `body` p, keeps f of the elements p keeps (charged as `filter`, as cel-go charges it)."""
     per, kept = ITERATION[name], KEPT.get(name, 0)
     mapping = name == "map"
 
@@ -205,20 +205,13 @@ def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) ->
                 return not_boolean(value)
             elif value:
                 spend(kept)
-                built.append(item)
+                made = item if transform is None else transform(env)
+                if isinstance(made, CELEvalError):
+                    return made
+                built.append(made)
         return _BOOL(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)
 
     return loop
-
-
-def unpack_error(items: Node) -> Node:
-    def failing(env: Env) -> Any:
-        listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
-        raise ValueError("too many values to unpack (expected 2)")
-
-    return failing
 
 
 def _select_other(member: Any, field: str, tree: lark.Tree[Any]) -> Any:

@@ -162,10 +162,11 @@ class CostEvaluator(Evaluator):
     conditionalor = functools.partialmethod(_logical, combine=OR, decides=True)
     conditionaland = functools.partialmethod(_logical, combine=AND, decides=False)
 
-    def _body(self, tree: lark.Tree[lark.Token]) -> Callable[[Any], Any]:
-        """A macro's body as a function of its variable. One nested activation serves every element, the variable
-        rebound each time (celpy clones the whole activation per element, half an iteration's time)."""
-        variable, body = tree.children[2].children  # type: ignore[union-attr]
+    def _body(self, tree: lark.Tree[lark.Token], at: int = 1) -> Callable[[Any], Any]:
+        """A macro's body (its argument `at`, after the variable) as a function of its variable. One nested
+        activation serves every element, the variable rebound each time (celpy clones the whole activation per
+        element, half an iteration's time)."""
+        variable, body = tree.children[2].children[0], tree.children[2].children[at]  # type: ignore[union-attr]
         assert isinstance(variable, lark.Tree) and isinstance(body, lark.Tree)
         (ident,) = variable.find_data("ident")
         binding = Referent()
@@ -204,6 +205,10 @@ class CostEvaluator(Evaluator):
                     break
             return result
         body, built = self._body(tree), []
+        transform = None
+        if len(tree.children[2].children) == 3:  # type: ignore[union-attr]  # `map(x, p, f)`: a filter keeping f
+            name, transform = "filter", self._body(tree, at=2)
+            per, kept = ITERATION[name], KEPT[name]
         for item in items:
             spend(per)
             value = body(item)
@@ -215,5 +220,8 @@ class CostEvaluator(Evaluator):
                 return not_boolean(value)
             elif value:
                 spend(kept)
-                built.append(item)
+                made = item if transform is None else transform(item)
+                if isinstance(made, CELEvalError):
+                    return made
+                built.append(made)
         return celtypes.BoolType(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)

@@ -110,6 +110,7 @@ def test_cluster_cel_expressions_within_upstream_limits_still_evaluate(expressio
         ("[1, 2, 3].exists(x, x == 2)", 20),  # stops at the deciding element
         ("[1, 2, 3].map(x, x * 2).size() == 3", 54),  # map 12 per element
         ("[1, 2, 3].filter(x, x > 1).size() == 2", 45),  # filter 1 per element, 12 more per kept element
+        ("[1, 2, 3].map(x, x > 1, x).size() == 2", 47),  # as filter, and f (here 1) for each kept element
         ("false && [1].all(x, true)", 0),  # constants are free and the right operand is not evaluated
         ("'abc'.replace('b', 'xyz') == 'axyzc'", 2),
         ("'a'" + TENFOLD * 2 + " == ''", 13),  # reads 1 and builds 10, then reads 10 and builds 100; == on ''
@@ -158,6 +159,8 @@ def test_cluster_cel_cost_units(expression: str, cost: int) -> None:
         ('{"a": 1 / 0}.size() == 1', False),  # an error among a map literal's entries is the map's value
         ('{"a": 1 / 0}.size() == 1 || true', True),
         ("'''two\nlines''' == 'two\\nlines'", True),  # a multi-line string keeps its line break
+        ("[1, 2, 3].map(x, x > 1, x * 10) == [20, 30]", True),  # map(x, p, f): f of the elements p keeps
+        ("[1, 2].map(x, dyn(x), x) == [] || true", True),  # p must be a boolean, the error absorbed by ||
         ("[1, 2, 3][-1] == 3", False),  # out of range, as in cel-go: Python's index would count from the end
         ("[1, 2, 3][-1] == 3 || true", True),
         ("true ? 1 == 1 : 1 / 0 == 1", True),
