@@ -19,7 +19,7 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from celpy.adapter import json_to_cel
@@ -36,7 +36,7 @@ from streams.settings import Settings
 from tests.engine.cluster.matching.cel_oracle import CostEvaluator
 from topics.inventory import AddOnPlacementScore
 
-__all__ = ["EXPRESSIONS", "HOSTILE", "hostile_lines", "main", "measure"]
+__all__ = ["EXPRESSIONS", "HOSTILE", "Fleet", "fleet", "hostile_lines", "main", "measure", "new_runner"]
 
 LIST_1000 = "[" + ",".join(map(str, range(1000))) + "]"
 HOSTILE = f"managedCluster.metadata.name != '' && {LIST_1000}.all(x, {LIST_1000}.all(y, x >= 0))"
@@ -52,24 +52,33 @@ AddOnPlacementScore test."""
 Runner = Callable[[Any], bool]
 
 
-def _fleet(clusters: int) -> tuple[list[Any], Inventory]:
-    """The CEL values of `clusters` clusters of the benchmark's fleet (labels, claims, resources), and an inventory
-    with a `usage` score object for each."""
+class Fleet(NamedTuple):
+    """The benchmark's fleet: each cluster's API JSON, its `usage` AddOnPlacementScore's API JSON, and an
+    inventory holding those scores."""
+
+    clusters: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+    inventory: Inventory
+
+
+def fleet(clusters: int) -> Fleet:
+    """`clusters` clusters of the benchmark's fleet (labels, claims, resources), each with a `usage` score."""
     workload = Workload(0, clusters, 1, datetime.now(UTC))
     rng = random.Random(workload.seed)
-    documents, inventory = [], Inventory()
+    found = Fleet([], [], Inventory())
     for i in range(clusters):
         name = workload.cluster_name(i)
         labels = {"tier": rng.choice(("gold", "silver", "bronze")), "env": rng.choice(("prod", "dev"))}
         status = workload.clusterevent(name, labels, rng)["data"]["status"]
-        documents.append(json_to_cel({"metadata": {"name": name, "labels": labels}, "status": status}))
+        found.clusters.append({"metadata": {"name": name, "labels": labels}, "status": status})
         scores = [{"name": "cpu", "value": rng.randint(0, 100)}, {"name": "memory", "value": rng.randint(0, 100)}]
         obj = {"metadata": {"name": "usage", "namespace": name}, "status": {"scores": scores}}
-        inventory.apply(AddOnPlacementScore.model_validate(obj), workload.now)
-    return documents, inventory
+        found.scores.append(obj)
+        found.inventory.apply(AddOnPlacementScore.model_validate(obj), workload.now)
+    return found
 
 
-def _new(text: str, activation: Activation) -> Runner:
+def new_runner(text: str, activation: Activation) -> Runner:
     return CelProgram((compile_expression(text),), activation).matches
 
 
@@ -99,13 +108,14 @@ def _seconds_per_evaluation(run: Runner, documents: list[Any]) -> tuple[float, i
 
 def measure(clusters: int = 1000, rounds: int = 3, hostile_clusters: int = 2) -> dict[str, tuple[float, float]]:
     """Microseconds per evaluation of each expression and of the hostile one: (old, new), medians of `rounds`."""
-    documents, inventory = _fleet(clusters)
-    activation = Activation(functions=make_functions(inventory))
+    found = fleet(clusters)
+    documents = [json_to_cel(cluster) for cluster in found.clusters]
+    activation = Activation(functions=make_functions(found.inventory))
     cases = [(name, text, documents) for name, text in EXPRESSIONS.items()]
     cases.append(("hostile, per cluster", HOSTILE, documents[:hostile_clusters]))
     figures: dict[str, tuple[float, float]] = {}
     for name, text, docs in cases:
-        runners = {"old": _old(text, activation), "new": _new(text, activation)}
+        runners = {"old": _old(text, activation), "new": new_runner(text, activation)}
         samples: dict[str, list[float]] = {"old": [], "new": []}
         outcomes = set()
         for _ in range(rounds):

@@ -51,7 +51,7 @@ from streams.settings import KafkaSettings, Settings, TopicNames
 from streams.tuning import tune_garbage_collector
 from topics.names import TopicRole
 
-__all__ = ["decided_bytes", "engine_only", "main", "published_bytes", "through_kafka"]
+__all__ = ["contract_bytes", "decided_bytes", "engine_only", "main", "published_bytes", "through_kafka"]
 
 
 # --- helpers ---------------------------------------------------------------------------------------
@@ -92,6 +92,17 @@ def decided_bytes(outputs: list[OutputRecord]) -> int:
     """The least the changed decisions among `outputs` need: per decision its key and its clusters' names as a
     JSON list. What a change publishes is judged against it."""
     return sum(len(key) + len(orjson.dumps(sorted(_clusters_of(value)))) for key, value in _decisions(outputs).items())
+
+
+def contract_bytes(outputs: list[OutputRecord]) -> int:
+    """The least the event contract lets the changed decisions among `outputs` take: per decision its key, its
+    pages in upstream's PlacementDecision shape (K1: every selected cluster as `{clusterName, reason}`) and the
+    selected clusters' scores (K3), with no envelope, status or changelog."""
+    total = 0
+    for key, value in _decisions(outputs).items():
+        data = orjson.loads(value)["data"]
+        total += len(key) + len(orjson.dumps(data["placementDecisions"])) + len(orjson.dumps(data["scores"]))
+    return total
 
 
 def published_bytes(outputs: list[OutputRecord]) -> int:
@@ -142,12 +153,13 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
     loaded = time.perf_counter() - started
     placements = list(workload.placement_items())
     tally = _Tally()
-    elapsed = 0.0
+    elapsed = cpu = 0.0
     for i in range(0, len(placements), 1000):  # the service's default batch size
         batch = _records(placements[i : i + 1000], i)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outputs = runtime.process(batch, now)
         elapsed += time.perf_counter() - started
+        cpu += time.process_time() - cpu_started
         tally.add(outputs)  # outside the timing: decoding the events is the consumer's cost
     del outputs, placements
     holders = tally.holders()
@@ -161,6 +173,7 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
         "placements decided": len(tally.decided),
         "decide calls": cluster_engine.decide_calls,
         "cold decide total s": round(elapsed, 3),
+        "cold decide CPU s": round(cpu, 3),
         "placements/s": round(workload.placements / elapsed),
         "selected clusters (sum over placements)": sum(holders.values()),
     }
@@ -168,9 +181,9 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
     heaviest: list[OutputRecord] = []
     for label, name, item in _changes(workload, targets, now):
         calls, published = cluster_engine.decide_calls, cluster_engine.published
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outputs = runtime.process(_records([item], offset), now)
-        took = time.perf_counter() - started
+        took, took_cpu = time.perf_counter() - started, time.process_time() - cpu_started
         offset += 1
         figures[f"{label}: decisions holding it"] = holders[name]
         figures[f"{label}: re-decided"] = cluster_engine.decide_calls - calls
@@ -179,7 +192,12 @@ def engine_only(workload: Workload) -> tuple[dict[str, float | str], dict[str, s
         figures[f"{label}: output MB"] = round(sum(len(r.value or b"") for r in outputs) / 1e6, 1)
         figures[f"{label}: published bytes (keys and values)"] = published_bytes(outputs)
         figures[f"{label}: decided-cluster bytes (keys and names)"] = decided_bytes(outputs)
+        figures[f"{label}: contract bytes (keys, pages, scores)"] = contract_bytes(outputs)
+        figures[f"{label}: changelog bytes (keys and values)"] = published_bytes(
+            [r for r in outputs if r.topic is TopicRole.CHANGELOG]
+        )
         figures[f"{label}: engine s"] = round(took, 4)
+        figures[f"{label}: engine CPU s"] = round(took_cpu, 4)
         if len(outputs) > len(heaviest):
             heaviest = outputs
     figures["peak RSS MiB (after engine phase)"] = round(peak_rss_mib(), 1)

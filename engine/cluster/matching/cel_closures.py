@@ -4,10 +4,10 @@ A checked expression's condensed tree (`cel_env`) is turned once into nested clo
 (slot 0 the cluster, one slot per comprehension variable, resolved by scope when compiling), so an evaluation
 does no name lookups, dispatch on rule names or activation cloning. Every step charges the budget what it is
 charged in `cel_cost` and in the same order (so a stopped evaluation has spent exactly the same), calls the same
-costed function table, and builds the same values and error values as cel-python's interpreter: an error is a
-value that `&&`, `||`, `all` and `exists` may absorb, and an error in a `map`, `filter` or `exists_one` body is
-raised, as there. The comprehensions are plain loops, and comparisons of two ints or two strings skip the
-generic call (same cost, same result).
+costed function table, and builds the same values and error values as cel-python's interpreter, except where
+cel-go (upstream) answers otherwise (`cel_steps`, `cel_compare`): an error is a value that `&&`, `||`, `all` and
+`exists` may absorb, also one from a `map`, `filter` or `exists_one` body. The comprehensions are plain loops,
+and comparisons of two ints or two strings skip the generic call (same cost, same result).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import lark
 from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError
 
+from engine.cluster.matching.cel_compare import COMPARISONS
 from engine.cluster.matching.cel_cost import (
     AND,
     ITERATION,
@@ -36,9 +37,9 @@ from engine.cluster.matching.cel_steps import (
     indexing,
     literal_value,
     map_literal,
+    presence,
     selection,
     short_circuit,
-    unpack_error,
 )
 
 __all__ = ["Evaluate", "compile_closure"]
@@ -57,9 +58,12 @@ class _Compiler:
         self.activation = activation = costed_activation(base, budget)
         self.functions: Mapping[str, Callable[..., Any]] = activation.functions
         self.standard = frozenset(
-            name for name in TESTS if base.functions.get(name) is evaluation.base_functions.get(name)
+            name
+            for name in TESTS
+            if base.functions.get(name) in (evaluation.base_functions.get(name), COMPARISONS.get(name))
         )
-        """The comparisons `base` leaves to celpy: those the fast path may stand in for."""
+        """The comparisons `base` leaves to celpy or `cel_compare` (which answer two ints or two strings as
+        celpy does): those the fast path may stand in for."""
         self.budget = budget
         self.spend = budget.spend
         self.constants: dict[Node, Any] = {}
@@ -271,6 +275,9 @@ class _Compiler:
         args = self._exprlist(tree.children[1]) if len(tree.children) == 2 else None
         if str(token) not in ("has", "dyn"):
             return self._call(token, None, args)
+        if str(token) == "has":  # the checker lets only `has(e.f)` through
+            target, field = tree.children[1].children[0].children
+            return presence(self.node(target), str(field), self.budget)
         items = [self.node(child) for child in tree.children[1].children] if len(tree.children) == 2 else []
 
         def first(env: Env) -> Any:
@@ -278,9 +285,7 @@ class _Compiler:
             values = [item(env) for item in items]
             return values[0]
 
-        if str(token) == "dyn":
-            return first
-        return lambda env: _BOOL(not isinstance(first(env), CELEvalError))
+        return first
 
     def _list_lit(self, tree: lark.Tree[Any]) -> Node:
         spend = self.spend
@@ -321,18 +326,18 @@ class _Compiler:
     def _comprehension(self, tree: lark.Tree[Any], name: str) -> Node:
         items = self.node(tree.children[0])
         args = tree.children[2].children
-        if len(args) != 2:  # `map(x, p, f)`: celpy's interpreter cannot unpack it, a runtime error
-            return unpack_error(items)
         (ident,) = args[0].find_data("ident")
         slot = self.slots
         self.slots += 1
         self.scopes.append((str(ident.children[0]), slot))
         try:
-            body = self.node(args[1])
+            body, *transform = (self.node(arg) for arg in args[1:])
         finally:
             self.scopes.pop()
         if name in ("all", "exists"):
             return short_circuit(items, body, slot, name == "exists", self.budget)
+        if transform:  # `map(x, p, f)`, the only macro the checker lets take three arguments
+            return collecting(items, body, slot, "filter", self.budget, transform=transform[0])
         return collecting(items, body, slot, name, self.budget)
 
 

@@ -4,15 +4,17 @@ cel-python has no cost limit: without one, a hostile Placement holds the process
 Each step is charged what cel-go charges: 1 per identifier, selection and index, 10 per list and 30 per map
 literal, nothing for constants, `&&`, `||` and `?:`, the standard library's size-dependent call costs, OCM's for
 `scores()` and `parseJSON()`, and per comprehension element what cel-go's expanded loop costs (3 for `all` and
-`exists`, 12 for `map`, 1 for `exists_one` and `filter` plus 1 and 12 per kept element). `all`/`exists` stop at
-the deciding element and `&&`/`||` skip a decided right operand, as cel-go does. Costs round down where cel-go's
-round up: for all of this the count never exceeds cel-go's. Upstream charges the strings and regex extensions 1
-per call; here what builds a string or list is charged for it before building it, so memory is bounded by the
-limit: `replace`, `split`, `join`, `lowerAscii`, `upperAscii`, `trim`, `substring`, `reverse` cost 1 per 10
-characters (or elements) read and built, list concatenation 1 per 10 elements built, `find`/`findAll` what
-`matches` costs (ceil((1 + text length) / 10) * ceil(pattern length / 4), at least the scan), `format` its
-template scan, then 1 per 10 characters built. So an expression upstream accepts is stopped here only when it
-builds or scans over ten million characters. No clock is read: an evaluation always costs the same.
+`exists`, 12 for `map`, 1 for `exists_one` and `filter` plus 1 and 12 per kept element; `map(x, p, f)` as
+`filter`). `all`/`exists` stop at the deciding element and `&&`/`||` skip a decided right operand, as cel-go
+does. Costs round down where cel-go's round up, so the count is mostly below cel-go's (`benchmarks.celgo`
+compares them: a few error paths, computed indexes and `type()` cost a unit or two more here). Upstream
+charges the strings and regex extensions 1 per call; here what builds a string or list is charged for it before
+building it, so memory is bounded by the limit: `replace`, `split`, `join`, `lowerAscii`, `upperAscii`, `trim`,
+`substring`, `reverse` cost 1 per 10 characters (or elements) read and built, list concatenation 1 per 10
+elements built, `find`/`findAll` what `matches` costs (ceil((1 + text length) / 10) * ceil(pattern length / 4),
+at least the scan), `format` its template scan, then 1 per 10 characters built. So an expression upstream
+accepts is stopped here only when it builds or scans over ten million characters. No clock is read: an
+evaluation always costs the same.
 """
 
 from __future__ import annotations

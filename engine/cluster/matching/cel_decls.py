@@ -109,8 +109,8 @@ OVERLOADS: dict[str, list[Overload]] = {
     "find": [_m(STRING, STRING, STRING)],
     "findAll": [_m(list_type(STRING), STRING, STRING), _m(list_type(STRING), STRING, STRING, INT)],
     # the Kubernetes semver library
-    "semver": [_g(SEMVER, STRING), _g(SEMVER, STRING, BOOL)],
-    "isSemver": [_g(BOOL, STRING), _g(BOOL, STRING, BOOL)],
+    "semver": [_g(SEMVER, STRING)],
+    "isSemver": [_g(BOOL, STRING)],
     "isGreaterThan": [_m(BOOL, SEMVER, SEMVER)],
     "isLessThan": [_m(BOOL, SEMVER, SEMVER)],
     "compareTo": [_m(INT, SEMVER, SEMVER)],

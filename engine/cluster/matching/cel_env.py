@@ -18,7 +18,7 @@ import celpy
 import lark
 from celpy import celtypes
 from celpy.celparser import CELParseError
-from celpy.evaluation import Activation, celstr
+from celpy.evaluation import Activation
 
 from engine.cluster.matching.cel_check import MAX_CODE_POINTS, check, limits, normalize
 from engine.cluster.matching.cel_closures import Evaluate, compile_closure
@@ -26,6 +26,7 @@ from engine.cluster.matching.cel_cost import Budget, CostLimitExceededError
 from engine.cluster.matching.cel_decls import OVERLOADS
 from engine.cluster.matching.cel_functions import EXTENSION_FUNCTIONS
 from engine.cluster.matching.cel_parser_table import install_parser
+from engine.cluster.matching.cel_steps import cel_string
 from engine.errors import EngineError
 from engine.inventory import Inventory
 
@@ -102,7 +103,7 @@ def _literal(node: Any) -> str | None:
     while isinstance(node, lark.Tree) and len(node.children) == 1:
         node = node.children[0]
     if isinstance(node, lark.Token) and node.type in ("STRING_LIT", "MLSTRING_LIT"):
-        return str(celstr(node))
+        return str(cel_string(node))
     return None
 
 

@@ -21,7 +21,9 @@ import re2  # type: ignore[import-untyped, unused-ignore]
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-__all__ = ["EXTENSION_FUNCTIONS", "Semver"]
+from engine.cluster.matching.cel_compare import COMPARISONS
+
+__all__ = ["EXTENSION_FUNCTIONS", "Semver", "cel_index"]
 
 
 class _Match(Protocol):
@@ -96,17 +98,6 @@ class Semver:
         return hash(self._key())
 
 
-def _normalize(text: str) -> str:
-    """The semver library's normalisation: optional `v`, missing minor/patch, leading zeros."""
-    text = text.removeprefix("v")
-    core, sep, rest = text.partition("-") if "-" in text else text.partition("+")
-    parts = core.split(".")
-    if len(parts) > 3 or not all(p.isdigit() for p in parts):
-        return text
-    parts = [str(int(p)) for p in parts] + ["0"] * (3 - len(parts))
-    return ".".join(parts) + sep + rest
-
-
 @lru_cache(maxsize=4096)
 def _parsed(text: str) -> Semver:
     """A version parsed once: a fleet reports few distinct versions, and parsing is most of a semver test (a
@@ -114,15 +105,16 @@ def _parsed(text: str) -> Semver:
     return Semver(text)
 
 
-def cel_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> Semver:
-    """`semver(s)` / `semver(s, normalize)`; a bad string is a runtime error."""
-    return _parsed(_normalize(str(text)) if normalize else str(text))
+def cel_semver(text: celtypes.StringType) -> Semver:
+    """`semver(s)`; a bad string is a runtime error. OCM's environment takes the Kubernetes semver library without
+    its normalizing `semver(s, true)` (a compile error upstream, so here too)."""
+    return _parsed(str(text))
 
 
-def cel_is_semver(text: celtypes.StringType, normalize: celtypes.BoolType | None = None) -> celtypes.BoolType:
-    """`isSemver(s)` / `isSemver(s, normalize)`."""
+def cel_is_semver(text: celtypes.StringType) -> celtypes.BoolType:
+    """`isSemver(s)`."""
     try:
-        cel_semver(text, normalize)
+        cel_semver(text)
     except ValueError:
         return celtypes.BoolType(False)
     return celtypes.BoolType(True)
@@ -341,7 +333,17 @@ def cel_format(text: Any, args: Any) -> celtypes.StringType:
     return celtypes.StringType("".join(out))
 
 
+def cel_index(container: Any, key: Any) -> Any:
+    """`container[key]`; a negative list index is out of range, as in cel-go (Python's would count from the
+    end, so `[1, 2, 3][-1] == 3` would hold where upstream reads a runtime error, spec C15)."""
+    if isinstance(container, list) and isinstance(key, int) and key < 0:
+        raise IndexError(f"index out of bounds: {key}")
+    return container[key]
+
+
 EXTENSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "_[_]": cel_index,
+    **COMPARISONS,
     "semver": cel_semver,
     "isSemver": cel_is_semver,
     "isGreaterThan": cel_is_greater_than,

@@ -16,17 +16,22 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError, NameContainer, celbytes, celstr
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OR, Budget, CostLimitExceededError
+from engine.cluster.matching.cel_functions import cel_index
 
 __all__ = [
     "Env",
     "Node",
+    "cel_string",
     "collecting",
+    "first_error",
     "indexing",
     "literal_value",
     "map_literal",
+    "not_boolean",
+    "not_iterable",
+    "presence",
     "selection",
     "short_circuit",
-    "unpack_error",
 ]
 
 Env = list[Any]
@@ -56,9 +61,25 @@ def selection(base: Node, field: str, budget: Budget, tree: lark.Tree[Any]) -> N
     return select
 
 
+def presence(target: Node, field: str, budget: Budget) -> Node:
+    """`has(target.field)`: target evaluated first, and an error in it is the result (cel-go: `has(a.b.c)` with no
+    `b` is an error, not false, so `!has(...)` does not match such a cluster, spec C15); then 1 for the test,
+    true when target is a map holding `field`, false for any other value."""
+    spend = budget.spend
+
+    def has(env: Env) -> Any:
+        member = target(env)
+        if isinstance(member, CELEvalError):
+            return member
+        spend(1)
+        return _BOOL(isinstance(member, _MAP) and field in member)
+
+    return has
+
+
 def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Budget, tree: lark.Tree[Any]) -> Node:
     """`target[index]`: 1, then `_[_]` with celpy's error values for its failures."""
-    plain = function is operator.getitem
+    plain = function is operator.getitem or function is cel_index
     spend = budget.spend
 
     def item(env: Env) -> Any:
@@ -82,9 +103,15 @@ def indexing(target: Node, index: Node, function: Callable[..., Any], budget: Bu
     return item
 
 
+def first_error(values: list[Any]) -> CELEvalError | None:
+    """The first error value among `values`, None when there is none."""
+    return next((value for value in values if isinstance(value, CELEvalError)), None)
+
+
 def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Node:
-    """`{k: v, ...}`: 30, then every key and value in order; a duplicate or invalid key is an error value (at the
-    primary, as celpy words it); error values among the entries are kept as entries."""
+    """`{k: v, ...}`: 30, then every key and value in order; the first error value among them is the result, as
+    in cel-go (celpy kept it as an entry); a duplicate or invalid key is an error value (at the primary, as celpy
+    words it)."""
     spend = budget.spend
 
     def mapped(env: Env) -> Any:
@@ -93,6 +120,9 @@ def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Nod
             return celtypes.MapType()
         try:
             values = [part(env) for part in parts]
+            failed = first_error(values)
+            if failed is not None:
+                return failed
             result = celtypes.MapType()
             for key, value in zip(values[0::2], values[1::2], strict=True):
                 if key in result:
@@ -105,14 +135,30 @@ def map_literal(parts: list[Node], budget: Budget, where: lark.Tree[Any]) -> Nod
     return mapped
 
 
+def not_iterable(listed: Any) -> CELEvalError | None:
+    """The error of a macro over `listed` when it is neither a list nor a map (a string, a number...), as cel-go's;
+    None when it can be iterated."""
+    if isinstance(listed, CELEvalError):
+        return listed
+    if isinstance(listed, list | dict):
+        return None
+    return CELEvalError("expected iterable type", TypeError, (type(listed).__name__,))
+
+
+def not_boolean(value: Any) -> CELEvalError:
+    """The error of a `filter` or `exists_one` predicate that gave a non-boolean value, as cel-go's."""
+    return CELEvalError("no such overload", TypeError, (type(value).__name__,))
+
+
 def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Budget) -> Node:
     """`all` (decides on false) or `exists` (on true): the body's error values are combined, not raised."""
     combine, per = (OR, ITERATION["exists"]) if decides else (AND, ITERATION["all"])
 
     def loop(env: Env) -> Any:
         listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
+        failed = not_iterable(listed)
+        if failed is not None:
+            return failed
         result: Any = _BOOL(not decides)
         for item in listed:
             budget.used += per
@@ -133,15 +179,18 @@ def short_circuit(items: Node, body: Node, slot: int, decides: bool, budget: Bud
     return loop
 
 
-def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) -> Node:
-    """`map`, `filter` and `exists_one`: an error value of the body is raised, as celpy raises it."""
+def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget, *, transform: Node | None = None) -> Node:
+    """`map`, `filter` and `exists_one`: an error value of the body, or a predicate that is not a boolean, is the
+    result (a value, as cel-go's, so a `||` or `&&` around the macro can absorb it). `transform`: `map(x, p, f)`,
+    given as `filter` with `body` p, keeps f of the elements p keeps (charged as `filter`, as cel-go charges it)."""
     per, kept = ITERATION[name], KEPT.get(name, 0)
     mapping = name == "map"
 
     def loop(env: Env) -> Any:
         listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
+        failed = not_iterable(listed)
+        if failed is not None:
+            return failed
         built = []
         spend = budget.spend
         for item in listed:
@@ -149,25 +198,20 @@ def collecting(items: Node, body: Node, slot: int, name: str, budget: Budget) ->
             env[slot] = item
             value = body(env)
             if isinstance(value, CELEvalError):
-                raise value
+                return value
             if mapping:
                 built.append(value)
+            elif type(value) is not _BOOL:
+                return not_boolean(value)
             elif value:
                 spend(kept)
-                built.append(item)
+                made = item if transform is None else transform(env)
+                if isinstance(made, CELEvalError):
+                    return made
+                built.append(made)
         return _BOOL(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)
 
     return loop
-
-
-def unpack_error(items: Node) -> Node:
-    def failing(env: Env) -> Any:
-        listed = items(env)
-        if isinstance(listed, CELEvalError):
-            return listed
-        raise ValueError("too many values to unpack (expected 2)")
-
-    return failing
 
 
 def _select_other(member: Any, field: str, tree: lark.Tree[Any]) -> Any:
@@ -189,6 +233,15 @@ def _select_other(member: Any, field: str, tree: lark.Tree[Any]) -> Any:
     return CELEvalError(message, TypeError, None, tree=tree)
 
 
+def cel_string(token: Any) -> celtypes.StringType:
+    """celpy's value of a string literal token, with the line breaks of a multi-line one kept, as cel-go keeps them
+    (celpy's escape pattern skips them: `'''a` + newline + `b'''` was "ab")."""
+    text = token.value
+    if "\n" in text and text[:1] not in ("r", "R"):
+        token = lark.Token(token.type, text.replace("\n", "\\n"))
+    return celstr(token)
+
+
 def literal_value(token: Any) -> Any:
     """celpy's value of a literal token (a ValueError for one it cannot make)."""
     kind, text = token.type, token.value
@@ -199,7 +252,7 @@ def literal_value(token: Any) -> Any:
     if kind == "UINT_LIT":
         return celtypes.UintType(text[:-1])
     if kind in ("MLSTRING_LIT", "STRING_LIT"):
-        return celstr(token)
+        return cel_string(token)
     if kind == "BYTES_LIT":
         return celbytes(token)
     if kind == "BOOL_LIT":

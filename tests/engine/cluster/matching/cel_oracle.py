@@ -15,6 +15,7 @@ from celpy import celtypes, evaluation
 from celpy.evaluation import Activation, CELEvalError, Evaluator, NameContainer, Referent
 
 from engine.cluster.matching.cel_cost import AND, ITERATION, KEPT, OPERATOR_ERRORS, OPERATORS, OR, Budget
+from engine.cluster.matching.cel_steps import cel_string, first_error, not_boolean, not_iterable
 
 __all__ = ["CostEvaluator"]
 
@@ -65,7 +66,7 @@ class CostEvaluator(Evaluator):
         key = (token.type, token.value)
         if key in _LITERALS:
             return _LITERALS[key]
-        value = super().literal(tree)
+        value = cel_string(token) if token.type in ("STRING_LIT", "MLSTRING_LIT") else super().literal(tree)
         if not isinstance(value, CELEvalError):
             if len(_LITERALS) >= 4096:
                 _LITERALS.clear()
@@ -91,13 +92,27 @@ class CostEvaluator(Evaluator):
             if name in evaluation.base_functions:  # a type such as `int` (`type(x) == int`): not the costed call
                 return evaluation.base_functions[name]
             return super().primary(tree)  # a function's name, or the undeclared-reference error value
+        if kind == "ident_arg" and child.children[0] == "has":
+            return self._has(child.children[1])  # type: ignore[arg-type]
         if kind == "ident_arg" and child.children[0] not in ("has", "dyn"):
             args = self.visit(child.children[1]) if len(child.children) == 2 else ()  # type: ignore[arg-type]
             return self._invoke(child.children[0], (), args)
         cost = _PRIMARY.get(kind)
         if cost:
             self.budget.spend(cost)
-        return super().primary(tree)
+        value = super().primary(tree)
+        if kind == "map_lit" and isinstance(value, celtypes.MapType):  # an error among the entries is the result
+            return first_error([part for entry in value.items() for part in entry]) or value
+        return value
+
+    def _has(self, exprlist: lark.Tree[lark.Token]) -> Any:
+        """`has(e.f)` as cel-go: an error evaluating e is the result; then 1 for the test of f in the map e."""
+        target, field = exprlist.children[0].children  # type: ignore[union-attr]
+        member = self.visit(target)  # type: ignore[arg-type]
+        if isinstance(member, CELEvalError):
+            return member
+        self.budget.spend(1)
+        return celtypes.BoolType(isinstance(member, celtypes.MapType) and str(field) in member)
 
     def exprlist(self, tree: lark.Tree[lark.Token]) -> Any:
         """Arguments and list items: the first error among them, or the list."""
@@ -147,11 +162,11 @@ class CostEvaluator(Evaluator):
     conditionalor = functools.partialmethod(_logical, combine=OR, decides=True)
     conditionaland = functools.partialmethod(_logical, combine=AND, decides=False)
 
-    def _body(self, tree: lark.Tree[lark.Token], errors_raise: bool) -> Callable[[Any], Any]:
-        """A macro's body as a function of its variable. One nested activation serves every element, the variable
-        rebound each time (celpy clones the whole activation per element, half an iteration's time). An error
-        value is raised for `map`, `filter` and `exists_one`, and returned for `all` and `exists`, as celpy."""
-        variable, body = tree.children[2].children  # type: ignore[union-attr]
+    def _body(self, tree: lark.Tree[lark.Token], at: int = 1) -> Callable[[Any], Any]:
+        """A macro's body (its argument `at`, after the variable) as a function of its variable. One nested
+        activation serves every element, the variable rebound each time (celpy clones the whole activation per
+        element, half an iteration's time)."""
+        variable, body = tree.children[2].children[0], tree.children[2].children[at]  # type: ignore[union-attr]
         assert isinstance(variable, lark.Tree) and isinstance(body, lark.Tree)
         (ident,) = variable.find_data("ident")
         binding = Referent()
@@ -161,10 +176,7 @@ class CostEvaluator(Evaluator):
 
         def run(item: Any) -> Any:
             binding.value = item
-            value = evaluator.visit(body)
-            if errors_raise and isinstance(value, CELEvalError):
-                raise value
-            return value
+            return evaluator.visit(body)
 
         return run
 
@@ -178,11 +190,12 @@ class CostEvaluator(Evaluator):
             args = self.visit(children[2]) if len(children) == 3 else ()  # type: ignore[arg-type]
             return self._invoke(children[1], (target,), args)
         items = self.visit(children[0])  # type: ignore[arg-type]
-        if isinstance(items, CELEvalError):
-            return items
+        failed = not_iterable(items)
+        if failed is not None:
+            return failed
         spend, kept = self.budget.spend, KEPT.get(name, 0)
         if name in ("all", "exists"):
-            body = self._body(tree, errors_raise=False)
+            body = self._body(tree)
             combine, decides = (AND, False) if name == "all" else (OR, True)
             result: Any = celtypes.BoolType(not decides)
             for item in items:
@@ -191,13 +204,24 @@ class CostEvaluator(Evaluator):
                 if isinstance(result, celtypes.BoolType) and bool(result) is decides:
                     break
             return result
-        body, built = self._body(tree, errors_raise=True), []
+        body, built = self._body(tree), []
+        transform = None
+        if len(tree.children[2].children) == 3:  # type: ignore[union-attr]  # `map(x, p, f)`: a filter keeping f
+            name, transform = "filter", self._body(tree, at=2)
+            per, kept = ITERATION[name], KEPT[name]
         for item in items:
             spend(per)
             value = body(item)
+            if isinstance(value, CELEvalError):
+                return value
             if name == "map":
                 built.append(value)
+            elif not isinstance(value, celtypes.BoolType):
+                return not_boolean(value)
             elif value:
                 spend(kept)
-                built.append(item)
+                made = item if transform is None else transform(item)
+                if isinstance(made, CELEvalError):
+                    return made
+                built.append(made)
         return celtypes.BoolType(len(built) == 1) if name == "exists_one" else celtypes.ListType(built)

@@ -162,7 +162,7 @@ EXPRESSIONS = [
     "int(timestamp('1970-01-01T00:01:00Z')) == 60",
     # semver
     "semver('1.2.3').isLessThan(semver('1.10.0')) && semver('1.2.3').compareTo(semver('1.2.3')) == 0",
-    "semver('v1.2', true).minor() == 2",
+    "semver('1.2.0').minor() == 2",
     "semver('bad') == semver('1.0.0')",
     "isSemver('1.0.0') && !isSemver('x')",
     # cost-heavy ones (stopped with the low ceilings)
@@ -238,7 +238,7 @@ def test_cluster_cel_compiled_evaluator_matches_the_tree_walker(text: str) -> No
 
 
 def test_cluster_cel_differential_table_covers_every_outcome() -> None:
-    """The table is worth running: it has values, error values, Python failures and stops."""
+    """The table is worth running: it has values, error values and stops."""
     kinds = set()
     for text in EXPRESSIONS:
         expression = compile_expression(text)
@@ -248,4 +248,6 @@ def test_cluster_cel_differential_table_covers_every_outcome() -> None:
             document = VIEW.cel_document(name)
             kinds.add(_outcome(lambda: evaluate(document), budget, None)[0])  # noqa: B023
             kinds.add(_outcome(lambda: evaluate(document), budget, 5)[0])  # noqa: B023
-    assert kinds == {"value", "error", "raised", "stopped"}
+    # no expression of the table fails in Python any more (three-argument `map` was the last); such a failure
+    # would still be compared, as "raised"
+    assert kinds == {"value", "error", "stopped"}

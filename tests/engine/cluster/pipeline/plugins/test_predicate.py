@@ -229,6 +229,23 @@ def test_cluster_cel_expressions_are_anded() -> None:
 
 
 @pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("has(managedCluster.metadata.labels.env)", ["c1"]),
+        ("!has(managedCluster.metadata.labels.env)", ["c2"]),
+        # no cluster has annotations: `has` of a field of a missing map is an error, as in cel-go, never false
+        ("!has(managedCluster.metadata.annotations.gpu)", []),
+        ("has(managedCluster.metadata.annotations.gpu) || true", ["c1", "c2"]),  # which || absorbs
+        ("has(managedCluster.metadata.name.nope)", []),  # a field of a string is absent, not an error
+        ("!has(managedCluster.metadata.name.nope)", ["c1", "c2"]),
+    ],
+)
+def test_cluster_cel_has_of_a_missing_map_is_an_error(expression: str, expected: list[str]) -> None:
+    world = one_set_world(a_cluster("c1").with_labels(env="prod"), a_cluster("c2"))
+    assert decided(run(world, a_placement(_cel(expression)))) == expected
+
+
+@pytest.mark.parametrize(
     ("expression", "fragment"),
     [
         ("managedCluster.metadata.name ==", "Syntax error"),
@@ -262,8 +279,16 @@ def _scored_world() -> Any:
         ('managedCluster.scores("usage").exists(s, s.name == "cpu" && s.value > 80)', ["c1"]),
         ('managedCluster.scores("usage").filter(s, s.name == "cpu").all(e, e.value > 80)', ["c1", "c3"]),
         ('managedCluster.scores("missing").size() == 0', []),
+        ('managedCluster.scores("usage").exists(s, s.name == "cpu" && s.value > 80.5)', ["c1"]),
+        ('managedCluster.scores("usage").exists(s, s.value == 50.0 || s.value == 1u)', ["c2", "c3"]),
     ],
-    ids=["expired-values-still-returned", "C16-quirk-no-entry-is-true", "missing-object-is-no-match"],
+    ids=[
+        "expired-values-still-returned",
+        "C16-quirk-no-entry-is-true",
+        "missing-object-is-no-match",
+        "int-score-against-a-double",
+        "equal-across-number-types",
+    ],
 )
 def test_cluster_cel_scores(expression: str, expected: list[str]) -> None:
     assert decided(run(_scored_world(), a_placement(_cel(expression)))) == expected
