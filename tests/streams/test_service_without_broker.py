@@ -14,6 +14,8 @@ import pytest
 
 from localbroker.procs import free_ports
 
+SHUTDOWN_TIMEOUT_SECONDS = 20.0
+
 
 def _status(url: str) -> int:
     try:
@@ -26,12 +28,15 @@ def _status(url: str) -> int:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_without_a_broker_run_says_so_and_stops_within_two_seconds(sig: signal.Signals) -> None:
+def test_without_a_broker_run_says_so_and_stops_without_waiting_for_its_clients(sig: signal.Signals) -> None:
+    """A Kafka client's stop with the broker gone waits until the whole stop's timeout (20 s) cuts it short, unless
+    each client's stop is bounded; the figure is not a speed goal, only far from that timeout on a loaded machine."""
     http = free_ports(1)[0]
     env = {
         **os.environ,
         "PLACEMENT_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{free_ports(1)[0]}",  # nothing listens there
         "PLACEMENT_HTTP_PORT": str(http),
+        "PLACEMENT_SHUTDOWN_TIMEOUT_SECONDS": str(SHUTDOWN_TIMEOUT_SECONDS),
     }
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     command = [sys.executable, "-m", "streams", "run"]
@@ -52,6 +57,6 @@ def test_without_a_broker_run_says_so_and_stops_within_two_seconds(sig: signal.S
             process.kill()
     log = stderr.decode()
     assert process.returncode == 0, log
-    assert took < 2.0, f"took {took:.2f} s to stop"
+    assert took < SHUTDOWN_TIMEOUT_SECONDS / 2, f"took {took:.2f} s to stop: the clients' stops were waited for"
     assert "Kafka is not reachable; retrying until it is" in log
     assert "Traceback" not in log and "never retrieved" not in log
