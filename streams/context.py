@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -76,8 +76,10 @@ class ShellContext:
         names = self.settings.topics
         return [names.submissions, names.advisor_recommendations]
 
-    def topic_of(self, role: TopicRole) -> str:
-        return self.settings.topics.name(role)
+    @functools.cached_property
+    def topic_of(self) -> Callable[[TopicRole], str]:
+        """Each role's topic name (called per record sent: the names' own method, no wrapper)."""
+        return self.settings.topics.name
 
     def transactions(self) -> TaskTransactions:
         """The task transactions of one batch."""
