@@ -46,7 +46,12 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        r = self.registry
+        self._declare_flow(self.registry)
+        self._declare_state(self.registry)
+        self._declare_health(self.registry)
+
+    def _declare_flow(self, r: CollectorRegistry) -> None:
+        """What the batches move: records, decisions, transactions, and the time each stage takes."""
         self.consumed = Counter("placement_records_consumed", "Records consumed", ["topic"], registry=r)
         self.processed = Counter(
             "placement_records_processed",
@@ -85,6 +90,9 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+
+    def _declare_state(self, r: CollectorRegistry) -> None:
+        """What the instance holds: lag, restores, subjects, and the engines' isolated failures and counters."""
         self.lag = Gauge(
             "placement_consumer_lag",
             "Last stable offset minus the last committed position",
@@ -123,6 +131,9 @@ class Metrics:
         self._engine_counters = {"cel_evaluations_stopped": self.cel_stopped, "cel_budget_stops": self.cel_budget_stops}
         """The engine totals (`Runtime.counters`) each counter follows."""
         self._engine_seen: dict[str, int] = {}
+
+    def _declare_health(self, r: CollectorRegistry) -> None:
+        """What the probes and the HTTP endpoint see, and the release."""
         self.broker_reachable = Gauge("placement_broker_reachable", "1 while the Kafka cluster answers", registry=r)
         self.failing_tasks = Gauge("placement_failing_tasks", "Tasks whose last transaction was aborted", registry=r)
         self.topics_refused = Gauge(

@@ -18,7 +18,7 @@ from engine.errors import RoutingError
 from engine.runtime import Runtime
 from engine.runtime.routing import explain_key
 from engine.runtime.whatif import what_if
-from streams.batches import utcnow
+from streams.consumed import utcnow
 from streams.forwarding import FORWARDED_BY, Forward, Here, Locality, Refuse, forward, route
 from streams.http_server import Request, Response
 from streams.kafka.membership import MemberDirectoryAssignor
@@ -103,7 +103,7 @@ class Replica:
 
     async def _route(self, request: Request, key: str) -> Here | Forward | Refuse:
         assignor = self._assignor
-        task = self._processor._task_of(key)
+        task = self._processor.task_of(key)
         local = await self._on_loop(lambda: self._locality(task))
         by = request.header(FORWARDED_BY.lower().encode())
         return route(
@@ -123,8 +123,7 @@ class Replica:
     # what the routes read of the processor, in one place (its attributes are set as it starts)
     def _assigned(self) -> frozenset[int]:
         """The tasks the group assigned to this instance, restored or not."""
-        consumer = self._processor._consumer
-        return frozenset() if consumer is None else frozenset(tp.partition for tp in consumer.assignment())
+        return self._processor.assigned_tasks
 
     async def _locality(self, task: int) -> Locality:
         if task in self._processor.owned_tasks:
@@ -133,14 +132,13 @@ class Replica:
 
     async def _status(self) -> dict[str, Any]:
         processor = self._processor
-        ownership = processor._ownership
         runtime = processor.runtime
         return status_document(
             url=self._assignor.url,
             ready=processor.health.ready(),
             owned=processor.owned_tasks,
             assigned=self._assigned(),
-            restores=None if ownership is None else ownership.restores,
+            restores=processor.restores,
             directory=self._assignor.directory,
             metrics=processor.metrics,
             subjects=0 if runtime is None else len(runtime.states),
@@ -148,10 +146,7 @@ class Replica:
 
     async def _engine(self, call: Callable[[], _T]) -> _T:
         """`call` in the engine's worker thread while no batch runs."""
-        processor = self._processor
-        async with processor.batch_lock:
-            thread = processor._engine_thread
-            return await thread.result(thread.start(call))
+        return await self._processor.in_engine(call)
 
     async def _on_loop(self, make: Callable[[], Awaitable[_T]]) -> _T:
         """`make()` awaited on the processor's loop, within the timeout."""

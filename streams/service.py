@@ -1,9 +1,10 @@
 """The Kafka processor: one service instance's clients, start-up and stop.
 
-Start-up creates the topics, reads the global tables to their end, starts the peers' reader, joins the group
-(TaskOwnership takes the assigned tasks over) and runs the ProcessingLoop; each batch goes through the
-BatchHandler, the pure Runtime and the per-task transactions (Publisher). A stop ends the batch in flight
-within the stop grace and closes every client within a bound.
+`Processor.run` starts the HTTP endpoint, then `start` creates the topics, reads the global tables to their end,
+starts the peers' reader and every client, builds the shell's collaborators once into a `ShellContext`, and joins
+the group (TaskOwnership takes the assigned tasks over); the `ProcessingLoop` (loop.py) then takes each batch
+from poll to commit. A stop ends the batch in flight within the stop grace and closes every client within a
+bound.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
 
 from engine.core import SubjectEngine
 from engine.registry import build_engines
 from engine.runtime import Runtime
-from streams.batches import BatchHandler, Progress, input_records, utcnow
+from streams.consumed import input_records, utcnow
+from streams.context import ShellClients, ShellContext, SubjectTasks
 from streams.engine_thread import EngineThread
 from streams.health import Health
 from streams.http import HealthServer
@@ -29,17 +32,18 @@ from streams.kafka.admin import setup_topics
 from streams.kafka.assignment import TaskOwnership
 from streams.kafka.barrier import InventoryBarrier
 from streams.kafka.clients import group_consumer, loose_producer
+from streams.kafka.commits import TaskCommits
 from streams.kafka.membership import MemberDirectoryAssignor
 from streams.kafka.peers import PeerChangelog
 from streams.kafka.poison import PoisonGuard
+from streams.kafka.restores import RestoreProgress
 from streams.kafka.stopping import CLIENT_STOP_SECONDS, bounded_stop
 from streams.kafka.tables import new_reader
-from streams.kafka.tasks import TaskProducers, partition_of, partitions_of
+from streams.kafka.tasks import TaskProducers, partition_of
 from streams.kafka.topic_watch import TopicWatch
-from streams.kafka.topology import misplaced_state
 from streams.loop import ProcessingLoop
 from streams.metrics import Metrics
-from streams.publisher import Publisher
+from streams.observer import Progress, ShellObserver
 from streams.queueconfig import QueueConfigFile
 from streams.replica import Replica
 from streams.settings import Settings
@@ -47,13 +51,33 @@ from streams.tracing import Tracing, from_environment
 from streams.tuning import tune_garbage_collector, tune_switch_interval
 from streams.version import VERSION
 
-__all__ = ["Processor"]
+__all__ = ["Processor", "RunningShell"]
 
 log = logging.getLogger("placement.service")
-_Client = TypeVar("_Client")
 
 GROUP_COMMIT_FLOOR_SECONDS = 0.2
 """The least a stop gives the group's offsets after a batch used up the stop grace."""
+
+
+class _Client(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Client)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RunningShell:
+    """A started instance: its clients, runtime and shell objects, every one there."""
+
+    ctx: ShellContext
+    clients: ShellClients
+    runtime: Runtime
+    commits: TaskCommits
+    ownership: TaskOwnership
+    loop: ProcessingLoop
 
 
 class Processor:
@@ -69,53 +93,54 @@ class Processor:
     ) -> None:
         """`tracing` defaults to what the `OTEL_*` environment configures (none: no spans, P16)."""
         self.settings = settings
-        self.metrics = metrics or Metrics()
+        metrics = metrics or Metrics()
+        tracing = tracing or from_environment(
+            os.environ, group=settings.kafka.group_id, decisions_topic=settings.topics.decisions
+        )
+        health = Health(metrics, settings.liveness_timeout_seconds)
+        self.observer = ShellObserver(metrics, health, settings.topics.name, tracing)
         self._engines = engines
-        self._names = settings.topics
-        self._roles = settings.topics.roles()
-        self._subject_topics = [self._names.submissions, self._names.advisor_recommendations]
         self._stop = asyncio.Event()
-        """The work ends: a stop was requested, or the topics changed under it (`_refuse_topics`)."""
+        """The work ends: a stop was requested, or the topics changed under it (`ShellContext.refuse_topics`)."""
         self._requested = asyncio.Event()
         self.batch_lock = asyncio.Lock()
-        """Held while a batch or an assignment change runs: aiokafka calls the rebalance listener from its
-        coordinator task, concurrently with the poll loop, and one producer must never open two transactions."""
-        self.health = Health(self.metrics, settings.liveness_timeout_seconds)
-        self._guard = PoisonGuard(settings.max_task_aborts)
-        self._barrier: InventoryBarrier | None = None
-        self.partitions = settings.kafka.task_partitions
-        self._tasks_by_subject: dict[str, int] = {}
-        self.runtime: Runtime | None = None
+        """See `ShellContext.batch_lock`."""
         self.http_port: int | None = None
-        self.progress = Progress()
         self._queue_file = QueueConfigFile(settings.queue_config) if settings.queue_config else None
         self._queue_config: Any = self._queue_file.load_initial() if self._queue_file else None
-        kafka = settings.kafka
-        self._tasks = TaskProducers(kafka)
+        self._tasks = TaskProducers(settings.kafka)
         self._engine_thread = EngineThread(settings.engine_wait_ms)
-        self._publisher = Publisher(
-            self._tasks,
-            self._names.name,
-            self._task_of,
-            settings.kafka.group_id,
-            metrics=self.metrics,
-            health=self.health,
-            guard=self._guard,
-            engine_thread=self._engine_thread,
-        )
-        self._consumer: AIOKafkaConsumer | None = None
-        self._restorer: AIOKafkaConsumer | None = None
-        self._peers: PeerChangelog | None = None
-        self._loose: AIOKafkaProducer | None = None
-        self._ownership: TaskOwnership | None = None
+        self._stops: list[Callable[[], Awaitable[None]]] = []
+        """The stop of every client started so far, in the order they were started."""
         self._watch: asyncio.Task[None] | None = None
         self.assignor = MemberDirectoryAssignor(settings.advertised(), VERSION)
         """Range's assignment, sharing the members' HTTP addresses (any replica answers, platform P17)."""
-        self.tracing = tracing or from_environment(
-            os.environ, group=settings.kafka.group_id, decisions_topic=self._names.decisions
-        )
+        self._runtime: Runtime | None = None
+        """The runtime once created: the tables restore into it before the shell is started."""
+        self._shell: RunningShell | None = None
 
-    # --- lifecycle --------------------------------------------------------------------------------
+    # --- what tests, benchmarks and the probes read ---------------------------------------------------
+    @property
+    def metrics(self) -> Metrics:
+        return self.observer.metrics
+
+    @property
+    def health(self) -> Health:
+        return self.observer.health
+
+    @property
+    def progress(self) -> Progress:
+        return self.observer.progress
+
+    @property
+    def tracing(self) -> Tracing | None:
+        return self.observer.tracing
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime, from the moment the topics are checked (None before)."""
+        return self._runtime
+
     @property
     def ready(self) -> bool:
         """Global tables caught up, group joined, every assigned task restored, not stopping."""
@@ -130,8 +155,13 @@ class Processor:
     def owned_tasks(self) -> frozenset[int]:
         """The task partitions this instance owns now, each restored (a task being taken over counts once its
         state is back)."""
-        return frozenset() if self._ownership is None else self._ownership.assigned
+        return frozenset() if self._shell is None else self._shell.ownership.assigned
 
+    @property
+    def _restorer(self) -> AIOKafkaConsumer | None:
+        return None if self._shell is None else self._shell.clients.restorer
+
+    # --- lifecycle --------------------------------------------------------------------------------------
     def request_stop(self) -> None:
         """Signal-safe: finish the current batch, then shut down; not ready from now on."""
         self.health.stopping = True
@@ -184,165 +214,120 @@ class Processor:
             self._engine_thread.close()
 
     async def _work(self, http: HealthServer) -> None:
-        kafka = self.settings.kafka
         tune_garbage_collector(self.settings.gc_threshold)
         tune_switch_interval(self.settings.switch_interval_ms)
         if self.settings.http_port:  # probes answer (not ready) while the broker is still out of reach
             self.http_port = await http.start(self.settings.http_host, self.settings.http_port)
-        counts = await setup_topics(self.settings, self.health.note_broker, self.health.refuse)
-        self.partitions = counts[self._names.submissions]
-        self._watch = asyncio.create_task(TopicWatch(kafka, counts, self._refuse_topics).run())
-        self._tasks_by_subject.clear()
-        self.runtime = Runtime(
+        self._shell = await self.start()
+        await self._shell.loop.run()
+
+    async def start(self) -> RunningShell:
+        """Create and check the topics, read the global tables to their end, start every client, build the
+        shell's collaborators once, and join the group. Each client is stopped by `run`'s shutdown, however far
+        the start got."""
+        settings, names, kafka = self.settings, self.settings.topics, self.settings.kafka
+        counts = await setup_topics(settings, self.health.note_broker, self.health.refuse)
+        ctx = ShellContext(
+            settings=settings,
+            observer=self.observer,
+            guard=PoisonGuard(settings.max_task_aborts),
+            batch_lock=self.batch_lock,
+            stop=self._stop,
+            tasks=self._tasks,
+            keys=SubjectTasks(counts[names.submissions]),
+            engine_thread=self._engine_thread,
+        )
+        self._watch = asyncio.create_task(TopicWatch(kafka, counts, ctx.refuse_topics).run())
+        runtime = self._runtime = Runtime(
             self._engines or build_engines(),
-            self.settings.engine_settings(),
+            settings.engine_settings(),
             self._queue_config,
             dead_letter_inventory=False,
-            task_of=self._task_of,
+            task_of=ctx.keys.task_of,
         )
-        self._loose = self._publisher.loose = loose_producer(kafka)
-        await self._loose.start()
-        await self._catch_up_tables()
-        await self._start_peers()
+        loose = await self._started(loose_producer(kafka))
+        barrier = await self._catch_up_tables(ctx, runtime)
+        peers = await self._started(
+            PeerChangelog(kafka, f"{kafka.client_id}-peers", names.changelog, ctx.keys.partitions, runtime.observe_peer)
+        )
         # restores assign and ask offsets often, and each request waits for a fetch in flight: keep fetches short
         # (a restored partition is paused, so the restorer does not poll while idle)
-        self._restorer = new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=5)
-        await self._restorer.start()
-        self._consumer = group_consumer(kafka, self.assignor)
-        await self._consumer.start()
-        self._ownership = TaskOwnership(
-            runtime=self._require_runtime(),
-            tasks=self._tasks,
-            publisher=self._publisher,
-            consumer=self._consumer,
-            restorer=_started(self._restorer),
-            peers=_started(self._peers),
-            subject_topics=self._subject_topics,
-            changelog_topic=self._names.changelog,
-            task_of=self._task_of,
-            tasks_of=self._tasks_of,
-            metrics=self.metrics,
-            health=self.health,
-            batch_lock=self.batch_lock,
-            stopping=self._stop,
-            session_timeout_seconds=kafka.session_timeout_ms / 1000,
-            misplaced=self._misplaced_state,
-        )
-        batches = BatchHandler(
-            runtime=self._require_runtime(),
-            publisher=self._publisher,
-            guard=self._guard,
-            metrics=self.metrics,
-            roles=self._roles,
-            take_task=self._ownership.take_task,
-            progress=self.progress,
-            tracing=self.tracing,
-        )
-        loop = ProcessingLoop(
-            settings=self.settings,
-            consumer=self._consumer,
-            barrier=_started(self._barrier),
-            peers=_started(self._peers),
-            ownership=self._ownership,
-            batches=batches,
-            tasks=self._tasks,
-            guard=self._guard,
-            health=self.health,
-            metrics=self.metrics,
-            batch_lock=self.batch_lock,
-            stopping=self._stop,
-            queue_file=self._queue_file,
-        )
-        self._consumer.subscribe(self._subject_topics, listener=self._ownership.listener())
-        await loop.run()
+        restorer = await self._started(new_reader(kafka, f"{kafka.client_id}-restore", fetch_max_wait_ms=5))
+        consumer = await self._started(group_consumer(kafka, self.assignor))
+        clients = ShellClients(consumer=consumer, restorer=restorer, peers=peers, barrier=barrier, loose=loose)
+        commits = TaskCommits(ctx)
+        ownership = TaskOwnership(ctx, clients, runtime, commits)
+        loop = ProcessingLoop(ctx, clients, runtime, ownership=ownership, commits=commits, queue_file=self._queue_file)
+        consumer.subscribe(ctx.subject_topics, listener=ownership.listener())
+        return RunningShell(ctx, clients, runtime, commits, ownership, loop)
+
+    async def _started(self, client: _C) -> _C:
+        """Start a client, its stop registered first (a start cut short leaves an open client too)."""
+        self._stops.append(client.stop)
+        await client.start()
+        return client
 
     async def _bring_group_up_to_date(self, grace_ends: float) -> None:
         """A graceful stop, its batch committed or abandoned: the group's offsets reach every position a
         transaction committed, so any next owner can start from them alone (platform P5). Within what is left
         of the stop grace, but at least `GROUP_COMMIT_FLOOR_SECONDS`, so an unreachable broker keeps the stop
         at about two seconds (P12); a reachable one answers in milliseconds."""
-        if self._consumer is None:
+        shell = self._shell
+        if shell is None:
             return
         left = grace_ends - asyncio.get_running_loop().time()
         timeout = min(CLIENT_STOP_SECONDS, max(GROUP_COMMIT_FLOOR_SECONDS, left))
         async with self.batch_lock:  # no rebalance moves the partitions meanwhile
-            await self._publisher.commit_group_offsets(self._consumer, timeout, all_behind=True)
+            await shell.commits.commit_group_offsets(shell.clients.consumer, timeout, all_behind=True)
 
-    def _refuse_topics(self, problem: str) -> None:
-        """A topic was deleted or re-partitioned under the running tasks: stop them all (platform P14)."""
-        if self.health.refusal is not None:
-            return  # said once
-        log.error(problem)
-        self.health.refuse(problem)
-        self._stop.set()
-
-    def _misplaced_state(self, task: int, keys: list[str]) -> None:
-        """A restored changelog partition holds subjects another task owns (platform P14)."""
-        self._refuse_topics(misplaced_state(self._names.changelog, task, keys, self.partitions))
-
-    async def _catch_up_tables(self) -> None:
-        started, runtime = time.perf_counter(), self._require_runtime()
+    async def _catch_up_tables(self, ctx: ShellContext, runtime: Runtime) -> InventoryBarrier:
+        started, names = time.perf_counter(), self.settings.topics
 
         async def apply(chunk: Sequence[ConsumerRecord[bytes, bytes]]) -> None:
             # no subject is owned yet, so nothing is published; bad records are dead-lettered live only
-            await asyncio.to_thread(runtime.process, input_records(chunk, self._roles), utcnow())
+            await asyncio.to_thread(runtime.process, input_records(chunk, ctx.roles), utcnow())
             self.health.progressed()
 
-        inventory_topics = (self._names.cluster_status, self._names.taints)
-        self._barrier, count = await InventoryBarrier.catch_up(
-            self.settings.kafka, inventory_topics, apply, self._subject_topics
-        )
-        self.metrics.restore_seconds.labels("inventory").set(time.perf_counter() - started)
+        inventory_topics = (names.cluster_status, names.taints)
+        kafka = self.settings.kafka
+        barrier, count = await InventoryBarrier.catch_up(kafka, inventory_topics, apply, ctx.subject_topics)
+        self._stops.append(barrier.stop)
+        self.observer.restored("inventory", time.perf_counter() - started)
         log.info("global tables caught up", extra={"records": count, "seconds": time.perf_counter() - started})
-
-    async def _start_peers(self) -> None:
-        kafka, runtime = self.settings.kafka, self._require_runtime()
-        self._peers = PeerChangelog(
-            kafka,
-            f"{kafka.client_id}-peers",
-            self._names.changelog,
-            self.partitions,
-            runtime.observe_peer,
-        )
-        await self._peers.start()
+        return barrier
 
     async def _shutdown(self) -> None:
         """Stop every Kafka client concurrently, each within a bound: with the broker gone, a client's stop can
         wait for ever, and the whole stop must stay within about two seconds."""
         if self._watch is not None:
             self._watch.cancel()
-        stops = [
-            lambda: self._tasks.stop_all(CLIENT_STOP_SECONDS * 0.8),
-            *(c.stop for c in (self._consumer, self._barrier, self._restorer, self._loose, self._peers) if c),
-        ]
+        stops = [lambda: self._tasks.stop_all(CLIENT_STOP_SECONDS * 0.8), *self._stops]
         tracing = self.tracing
         if tracing is not None:  # exports the spans still buffered
             stops.append(lambda: asyncio.to_thread(tracing.shutdown))
         await asyncio.gather(*(bounded_stop(stop) for stop in stops))
 
-    def _task_of(self, subject: str) -> int:
-        """The task (partition) owning a subject; cached, as murmur2 is pure Python in aiokafka."""
-        task = self._tasks_by_subject.get(subject)
-        if task is None:
-            task = self._tasks_by_subject[subject] = partition_of(subject, self.partitions)
-        return task
+    # --- what the replica's routes read (streams/replica.py) ---------------------------------------------
+    def task_of(self, subject: str) -> int:
+        """The task owning a subject: by the topics' partition count once checked, the configured one before."""
+        if self._shell is None:
+            return partition_of(subject, self.settings.kafka.task_partitions)
+        return self._shell.ctx.keys.task_of(subject)
 
-    def _tasks_of(self, subjects: Sequence[str]) -> list[int]:
-        """`_task_of` of each subject, those not cached yet hashed together (a restore brings thousands)."""
-        cache = self._tasks_by_subject
-        new = [subject for subject in subjects if subject not in cache]
-        cache.update(zip(new, partitions_of(new, self.partitions), strict=True))
-        return [cache[subject] for subject in subjects]
+    @property
+    def assigned_tasks(self) -> frozenset[int]:
+        """The tasks the group assigned to this instance, restored or not."""
+        if self._shell is None:
+            return frozenset()
+        return frozenset(tp.partition for tp in self._shell.clients.consumer.assignment())
 
-    # --- helpers ----------------------------------------------------------------------------------
-    def _require_runtime(self) -> Runtime:
-        if self.runtime is None:
-            raise RuntimeError("the processor is not started")
-        return self.runtime
+    @property
+    def restores(self) -> RestoreProgress | None:
+        """Restores in progress and the last of each task; None before the shell started."""
+        return None if self._shell is None else self._shell.ownership.restores
 
-
-def _started(client: _Client | None) -> _Client:
-    """A client that `run()` creates; None before that."""
-    if client is None:
-        raise RuntimeError("the processor is not started")
-    return client
+    async def in_engine(self, call: Callable[[], _T]) -> _T:
+        """`call` in the engine's worker thread while no batch runs (the runtime is not thread-safe)."""
+        async with self.batch_lock:
+            thread = self._engine_thread
+            return await thread.result(thread.start(call))

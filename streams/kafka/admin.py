@@ -55,57 +55,73 @@ async def setup_topics(
     lets the processor go on without a restart, and the log is not flooded meanwhile. A refusal of the topics
     is said and rechecked the same way.
     """
-    kafka = settings.kafka
-    said = ""
+    obstacles = _Obstacles(settings, reachable)
+    while True:
+        outcome = await _set_up_once(settings, obstacles, refused)
+        if isinstance(outcome, dict):
+            return outcome
+        await asyncio.sleep(outcome)
 
-    def once(message: str) -> None:
-        nonlocal said
-        if message != said:
-            log.error(message, extra={"bootstrap_servers": kafka.bootstrap_servers})
-            said = message
 
-    async def unreachable(error: BaseException) -> None:
-        reachable(False)
+class _Obstacles:
+    """What set-up says while it waits: a problem once (again only if it changes), an unreachable broker at every
+    attempt."""
+
+    def __init__(self, settings: Settings, reachable: Callable[[bool], None]) -> None:
+        self.kafka = settings.kafka
+        self.reachable = reachable
+        self._said = ""
+
+    def once(self, message: str) -> float:
+        """Say `message` unless it was the last said; returns how long to wait before the next attempt."""
+        if message != self._said:
+            log.error(message, extra={"bootstrap_servers": self.kafka.bootstrap_servers})
+            self._said = message
+        return _ACCESS_RECHECK_SECONDS
+
+    def unreachable(self, error: BaseException) -> float:
+        """The broker did not answer; returns how long to wait before the next attempt."""
+        self.reachable(False)
         log.error(
             "Kafka is not reachable; retrying until it is",
-            extra={"bootstrap_servers": kafka.bootstrap_servers, "error": repr(error)},
+            extra={"bootstrap_servers": self.kafka.bootstrap_servers, "error": repr(error)},
         )
-        await asyncio.sleep(_RECONNECT_SECONDS)
+        return _RECONNECT_SECONDS
 
-    while True:
-        failure = await probe_connection(kafka)
-        problem = describe_failure(failure, kafka) if failure is not None else None
-        if problem is not None:  # not ready (nothing started yet); one line says why, not a second one too
-            once(f"cannot use Kafka: {problem}")
-            await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
-            continue
-        if failure is not None:
-            await unreachable(failure)
-            continue
-        admin = admin_client(kafka)
-        try:
-            await admin.start()
-            reachable(True)
-            missing = await missing_access(settings, admin)
-            if not missing:
-                counts = await _checked_topics(settings, admin)
-                refused(None)
-                return counts
-            once(denied_message(kafka, missing, "checked at start; rechecked every few seconds"))
-        except TopicRefusal as exc:
-            refused(str(exc))
-            once(f"refusing to run the tasks: {exc} (rechecked every few seconds)")
-        except AccessDeniedError as exc:
-            once(str(exc))
-        except (KafkaError, TimeoutError) as exc:
-            problem = describe_failure(exc, kafka)
-            if problem is None:  # the broker went away or is electing leaders (a restart): try again soon
-                await unreachable(exc)
-                continue
-            once(f"cannot use Kafka: {problem}")
-        finally:
-            await admin.close()
-        await asyncio.sleep(_ACCESS_RECHECK_SECONDS)
+
+async def _set_up_once(
+    settings: Settings, obstacles: _Obstacles, refused: Callable[[str | None], None]
+) -> dict[str, int] | float:
+    """One attempt of `setup_topics`: the partition counts, or how long to wait before the next attempt."""
+    kafka = settings.kafka
+    failure = await probe_connection(kafka)
+    problem = describe_failure(failure, kafka) if failure is not None else None
+    if problem is not None:  # not ready (nothing started yet); one line says why, not a second one too
+        return obstacles.once(f"cannot use Kafka: {problem}")
+    if failure is not None:
+        return obstacles.unreachable(failure)
+    admin = admin_client(kafka)
+    try:
+        await admin.start()
+        obstacles.reachable(True)
+        missing = await missing_access(settings, admin)
+        if not missing:
+            counts = await _checked_topics(settings, admin)
+            refused(None)
+            return counts
+        return obstacles.once(denied_message(kafka, missing, "checked at start; rechecked every few seconds"))
+    except TopicRefusal as exc:
+        refused(str(exc))
+        return obstacles.once(f"refusing to run the tasks: {exc} (rechecked every few seconds)")
+    except AccessDeniedError as exc:
+        return obstacles.once(str(exc))
+    except (KafkaError, TimeoutError) as exc:
+        problem = describe_failure(exc, kafka)
+        if problem is None:  # the broker went away or is electing leaders (a restart): try again soon
+            return obstacles.unreachable(exc)
+        return obstacles.once(f"cannot use Kafka: {problem}")
+    finally:
+        await admin.close()
 
 
 async def _checked_topics(settings: Settings, admin: AIOKafkaAdminClient) -> dict[str, int]:

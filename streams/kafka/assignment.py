@@ -13,19 +13,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 
 from engine.runtime import Runtime
-from streams.health import Health
+from streams.context import ShellClients, ShellContext
+from streams.kafka.commits import GROUP_COMMIT_TIMEOUT_SECONDS, TaskCommits
 from streams.kafka.group_offsets import StartPosition, fetch_committed, start_position
-from streams.kafka.peers import PeerChangelog
 from streams.kafka.restores import RestoreProgress
 from streams.kafka.retry import kafka_retrying
 from streams.kafka.stale import StaleTasks
 from streams.kafka.tables import UnreadableEntries, changelog_sink, read_latest, seek_to_start
-from streams.kafka.tasks import ProducersClosedError, TaskProducers
-from streams.metrics import Metrics
-from streams.publisher import GROUP_COMMIT_TIMEOUT_SECONDS, Publisher
+from streams.kafka.tasks import ProducersClosedError
 from streams.tuning import collector_paused_then_frozen
 
 __all__ = ["TaskOwnership"]
@@ -36,46 +34,18 @@ log = logging.getLogger("placement.service")
 class TaskOwnership:
     """Owns the task partitions the group assigned to this instance and restores each one it takes."""
 
-    def __init__(
-        self,
-        *,
-        runtime: Runtime,
-        tasks: TaskProducers,
-        publisher: Publisher,
-        consumer: AIOKafkaConsumer,
-        restorer: AIOKafkaConsumer,
-        peers: PeerChangelog,
-        subject_topics: list[str],
-        changelog_topic: str,
-        task_of: Callable[[str], int],
-        tasks_of: Callable[[Sequence[str]], list[int]],
-        metrics: Metrics,
-        health: Health,
-        batch_lock: asyncio.Lock,
-        stopping: asyncio.Event,
-        session_timeout_seconds: float,
-        misplaced: Callable[[int, list[str]], None] = lambda _task, _keys: None,
-    ) -> None:
+    def __init__(self, ctx: ShellContext, clients: ShellClients, runtime: Runtime, commits: TaskCommits) -> None:
+        self._ctx = ctx
+        self._observer = ctx.observer
         self._runtime = runtime
-        self._tasks = tasks
-        self._publisher = publisher
-        self._committed = publisher.committed
-        """What this instance committed per subject partition (the publisher's record)."""
-        self._consumer = consumer
-        self._restorer = restorer
-        self._peers = peers
-        self._subject_topics = subject_topics
-        self._changelog_topic = changelog_topic
-        self._task_of = task_of
-        self._tasks_of = tasks_of
-        """`task_of` of many subjects at once: those new to the cache are hashed together."""
-        self._metrics = metrics
-        self._health = health
-        self._batch_lock = batch_lock
-        self._stopping = stopping
-        self._session_timeout_seconds = session_timeout_seconds
-        self._misplaced = misplaced
-        """Hears of restored subjects another task owns: the state was built with another partition count."""
+        self._tasks = ctx.tasks
+        self._commits = commits
+        self._committed = commits.committed
+        """What this instance committed per subject partition."""
+        self._consumer = clients.consumer
+        self._restorer = clients.restorer
+        self._peers = clients.peers
+        self._subject_topics = ctx.subject_topics
         self.assigned: frozenset[int] = frozenset()
         """Task partitions owned now, each restored."""
         self.generation = 0
@@ -89,18 +59,18 @@ class TaskOwnership:
         """Restores in progress and the last of each task (/status)."""
 
     def listener(self) -> ConsumerRebalanceListener:
-        return _Listener(self, self._batch_lock)
+        return _Listener(self, self._ctx.batch_lock)
 
     async def revoked(self) -> None:
         """Before the partitions go (the batch lock held): bring the group's offsets up to every position a
         transaction committed, so the next owner, of whatever version, can start from the group's alone."""
-        await self._publisher.commit_group_offsets(self._consumer, GROUP_COMMIT_TIMEOUT_SECONDS, all_behind=True)
+        await self._commits.commit_group_offsets(self._consumer, GROUP_COMMIT_TIMEOUT_SECONDS, all_behind=True)
 
     async def take_assignment(self, assigned: Iterable[TopicPartition]) -> None:
         """Keep tasks that stay, drop the ones that went, start and restore the new ones (not once stopping:
         the listener runs in the consumer's own task, which a stop does not cancel)."""
-        async with self._batch_lock:
-            if self._stopping.is_set():
+        async with self._ctx.batch_lock:
+            if self._ctx.stop.is_set():
                 return
             try:
                 await self._reassign(assigned)
@@ -108,11 +78,11 @@ class TaskOwnership:
                 log.info("assignment abandoned: the service is stopping")
 
     async def _reassign(self, assigned: Iterable[TopicPartition]) -> None:
-        self._metrics.rebalances.inc()
+        self._observer.rebalanced()
         wanted = {tp.partition for tp in assigned if tp.topic in self._subject_topics}
         self.assigned &= wanted
         self.stale.keep(wanted)
-        self._metrics.keep_lag(wanted)
+        self._observer.tasks_kept(wanted)
         # grouped when a task is first dropped or taken (not for an assignment that keeps every task as it is);
         # the states change only here while the batch lock is held, each task's only when it is dropped or taken
         held = functools.cache(self._keys_by_task)
@@ -124,7 +94,7 @@ class TaskOwnership:
         # the others' decisions first: re-deciding a restored task counts them in Balance
         started = time.perf_counter()
         count = await self._peers.follow(wanted)
-        self._metrics.restore_seconds.labels("peers").set(time.perf_counter() - started)
+        self._observer.restored("peers", time.perf_counter() - started)
         log.info("following other instances' decisions", extra={"records": count, "tasks": len(wanted)})
         started = time.perf_counter()
         # a kept task another instance had meanwhile is taken again: that instance's state is newer
@@ -132,14 +102,10 @@ class TaskOwnership:
         taken += sorted(wanted - self._tasks.owned)
         await self._take(taken, lambda partition: held().get(partition, []))
         if taken:  # the restore of the whole assignment, fencing included (each task's alone: task_restore)
-            self._metrics.restore_seconds.labels("changelog").set(time.perf_counter() - started)
+            self._observer.restored("changelog", time.perf_counter() - started)
         self._runtime.dead_letter_inventory = 0 in wanted
         self.assigned = frozenset(wanted)
-        self._health.started = True  # the tables were caught up before the group was joined
-        self._health.failing_tasks &= wanted
-        self._metrics.subjects.set(len(self._runtime.states))
-        self._health.progressed()
-        self._metrics.ready.set(1 if self._health.ready() else 0)
+        self._observer.assignment_taken(wanted, len(self._runtime.states))
         log.info("assignment", extra={"tasks": sorted(wanted)})
 
     async def _resume_kept(self, partition: int) -> bool:
@@ -179,13 +145,14 @@ class TaskOwnership:
         for partition in partitions:
             from_start += await self._restore(partition, held(partition), resets)
         if resets:  # recorded before any record is read: a new owner then knows the reset was honoured
-            failed = await self._publisher.publish(self._runtime, (), resets)
+            failed = await self._commits.record_positions(resets)
             if failed:
                 log.warning(
                     "a reset position was not recorded; it is recorded with the next batch", extra={"tasks": failed}
                 )
         if from_start:
-            await seek_to_start(self._consumer, from_start, self._session_timeout_seconds)
+            session_timeout = self._ctx.settings.kafka.session_timeout_ms / 1000
+            await seek_to_start(self._consumer, from_start, session_timeout)
             for tp in from_start:
                 self.positioned[tp] = await self._consumer.position(tp)
 
@@ -202,11 +169,11 @@ class TaskOwnership:
         offsets an operator reset go into `resets`."""
         runtime, consumer = self._runtime, self._consumer
         runtime.forget(self._keys_by_task().get(partition, []) if held is None else held)
-        runtime.adopt(lambda key: self._task_of(key) == partition)
+        runtime.adopt(lambda key: self._ctx.keys.task_of(key) == partition)
         started = time.perf_counter()
         recorded: dict[TopicPartition, int] = {}
         legacy: dict[TopicPartition, set[int]] = {}
-        changelog = TopicPartition(self._changelog_topic, partition)
+        changelog = TopicPartition(self._ctx.settings.topics.changelog, partition)
         self._restorer.assign([changelog])
         restored: list[str] = []
         # the state lives as long as the task
@@ -221,8 +188,6 @@ class TaskOwnership:
             await read_latest(self._restorer, [changelog], sink, progress=progress.note)
         self._restorer.pause(changelog)  # read: an assigned partition would be fetched again and again
         took = time.perf_counter() - started
-        self._metrics.task_restore.observe(took)
-        self._metrics.restore_seconds.labels("changelog").set(took)  # the assignment's total replaces it
         tps = [TopicPartition(topic, partition) for topic in self._subject_topics]
         group = await fetch_committed(consumer, tps)
         from_start: list[TopicPartition] = []
@@ -232,20 +197,19 @@ class TaskOwnership:
                 from_start.append(tp)
         # re-decided by the loop once the inventory is read to its end: on older inventory than the previous
         # owner's, an answer could go back
-        tasks = self._tasks_of(restored)
+        tasks = self._ctx.keys.tasks_of(restored)
         strays = [key for key, task in zip(restored, tasks, strict=True) if task != partition]
         if strays:
-            self._misplaced(partition, strays)
+            self._ctx.misplaced_state(partition, strays)
         self.stale.add(partition, [key for key, task in zip(restored, tasks, strict=True) if task == partition])
-        self._health.failing_tasks.discard(partition)  # its producer is new and its state restored: it can commit
+        self._observer.task_restored(partition, took)
         return from_start
 
     def _position(self, tp: TopicPartition, start: StartPosition, resets: dict[int, dict[TopicPartition, int]]) -> bool:
         """Seek a taken task's subject partition to `start`; False when it is to be read from its log start. A
         group offset behind a committed transaction's position is brought up to it with the next interval's
         commit, so the group's never stay behind (group_offsets.py)."""
-        self._committed.pop(tp, None)
-        self._publisher.group_behind.discard(tp)
+        self._commits.forget(tp)
         if start.offset is None:
             return False
         if start.reset:
@@ -256,8 +220,7 @@ class TaskOwnership:
             resets.setdefault(tp.partition, {})[tp] = start.offset
         elif start.group_behind:
             log.info("the group's offset lags the task's last transaction", extra={"partition": str(tp)})
-            self._committed[tp] = start.offset
-            self._publisher.group_behind.add(tp)
+            self._commits.behind(tp, start.offset)
         self._consumer.seek(tp, start.offset)
         self.positioned[tp] = start.offset
         return True
@@ -272,7 +235,7 @@ class TaskOwnership:
         twice per task taken, read 600,000 keys in a restart of 100,000 subjects over 6 tasks."""
         held: dict[int, list[str]] = {}
         keys = list(self._runtime.states)
-        for key, task in zip(keys, self._tasks_of(keys), strict=True):
+        for key, task in zip(keys, self._ctx.keys.tasks_of(keys), strict=True):
             held.setdefault(task, []).append(key)
         return held
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 
-from streams.batches import Records, without_processed
+from streams.consumed import Records, without_processed
 
 A, B = TopicPartition("subs", 0), TopicPartition("subs", 1)
 
