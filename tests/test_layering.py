@@ -52,3 +52,34 @@ def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
         if (wrong := _imported(path) - BELOW[package] - {package})
     }
     assert not upward, sorted(upward)
+
+
+def _constructor_parameters(node: ast.ClassDef) -> int | None:
+    """Parameters of a class's `__init__`, or fields of a dataclass; None for neither."""
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            return len(item.args.args) - 1 + len(item.args.kwonlyargs)
+    if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+        return sum(1 for i in node.body if isinstance(i, ast.AnnAssign) and "ClassVar" not in ast.unparse(i.annotation))
+    return None
+
+
+PRODUCT = ("topics", "engine", "connection", "streams", "cli", "advisors", "deployers", "localbroker", "localkube")
+
+
+def test_shell_constructors_take_at_most_eight_parameters_and_functions_sixty_lines() -> None:
+    """The service's collaborators come in one context (docs/architecture.md, One batch through the shell): a
+    constructor that needs more names a missing grouping. Functions of the product stay under 60 lines."""
+    wide, long = [], []
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ClassDef) and package == "streams":
+                    count = _constructor_parameters(node)
+                    if count is not None and count > 8:
+                        wide.append(f"{path.relative_to(ROOT)}: {node.name} takes {count}")
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > 60:
+                        long.append(f"{path.relative_to(ROOT)}: {node.name} has {lines} lines")
+    assert not wide and not long, wide + long

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from streams.manifests.arguments import TOPICS_FILE, USERS_FILE
-from streams.manifests.strimzi import StrimziOptions, topics, users
+from streams.manifests.strimzi import ClientUsers, StrimziOptions, topics, users
 from streams.settings import load_settings
 
 __all__ = ["main_from_args"]
@@ -28,9 +28,7 @@ def main_from_args(args: argparse.Namespace) -> int:
         authentication=args.authentication,
         partitions=args.partitions,
         replicas=args.replicas,
-        advisors=tuple(args.advisors),
-        inventory_advisors=tuple(args.inventory_advisors),
-        deployer_group=args.deployer_group,
+        clients=ClientUsers(tuple(args.advisors), tuple(args.inventory_advisors), args.deployer_group),
     )
     settings = load_settings()
     documents = {TOPICS_FILE: topics(settings, options), USERS_FILE: users(settings, options)}

@@ -18,7 +18,7 @@ from streams.kafka.admin import new_topics
 from streams.manifests import API_VERSIONS
 from streams.settings import Settings
 
-__all__ = ["Principal", "StrimziOptions", "principals", "topics", "users"]
+__all__ = ["ClientUsers", "Principal", "StrimziOptions", "principals", "topics", "users"]
 
 PART_OF = {"app.kubernetes.io/part-of": "placement-stream"}
 
@@ -26,6 +26,18 @@ _RESOURCE_TYPES = {"Topic": "topic", "Group": "group", "TransactionalId": "trans
 _PATTERNS = {"LITERAL": "literal", "PREFIXED": "prefix"}
 _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _OBJECT_NAME_MAX = 253
+
+
+@dataclass(frozen=True, slots=True)
+class ClientUsers:
+    """The users of the processor's clients beyond the service: advisors and the deployer."""
+
+    advisors: tuple[str, ...] = ()
+    """Advisor names (as in the rules' `spec.advisors`); each gets a user `advisor-<name>` in group `advisor-<name>`."""
+    inventory_advisors: tuple[str, ...] = ()
+    """Advisors that also follow cluster status, as the example `cpu_priority` does."""
+    deployer_group: str | None = None
+    """The deployer's consumer group; default `<group>-deployer`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +53,7 @@ class StrimziOptions:
     """Partitions of the co-partitioned topics; default `PLACEMENT_KAFKA__TASK_PARTITIONS`."""
     replicas: int | None = None
     """Replicas of every topic; default `PLACEMENT_KAFKA__REPLICATION_FACTOR`."""
-    advisors: tuple[str, ...] = ()
-    """Advisor names (as in the rules' `spec.advisors`); each gets a user `advisor-<name>` in group `advisor-<name>`."""
-    inventory_advisors: tuple[str, ...] = ()
-    """Advisors that also follow cluster status, as the example `cpu_priority` does."""
-    deployer_group: str | None = None
-    """The deployer's consumer group; default `<group>-deployer`."""
+    clients: ClientUsers = ClientUsers()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +70,14 @@ def principals(settings: Settings, options: StrimziOptions) -> list[Principal]:
     """Processor, submitter, deployer and the named advisors, with their documented grants. The processor gets
     no Create: the `KafkaTopic`s create its topics."""
     group = settings.kafka.group_id
-    deployer_group = options.deployer_group or f"{group}-deployer"
+    deployer_group = options.clients.deployer_group or f"{group}-deployer"
     found = [
         Principal(group, "processor", tuple(processor_grants(settings))),
         Principal(f"{group}-submitter", "submitter", tuple(submitter_grants(settings))),
         Principal(f"{group}-deployer", "deployer", tuple(deployer_grants(settings, deployer_group))),
     ]
-    for name in dict.fromkeys((*options.advisors, *options.inventory_advisors)):
-        follows = name in options.inventory_advisors
+    for name in dict.fromkeys((*options.clients.advisors, *options.clients.inventory_advisors)):
+        follows = name in options.clients.inventory_advisors
         grants = advisor_grants(settings, f"advisor-{name}", reads_cluster_status=follows)
         found.append(Principal(f"advisor-{name}", "advisor", tuple(grants)))
     return found
