@@ -100,7 +100,7 @@ async def _settled(processors: list[Processor]) -> None:
             )
             and len({d.members for d in directories}) == 1
             and owned == list(range(len(owned)))
-            and len(owned) == processors[0].partitions
+            and len(owned) == processors[0].settings.kafka.task_partitions
         )
 
     await wait_for(settled, timeout=60)
@@ -136,7 +136,7 @@ async def test_any_replica_explains_and_evaluates_what_ifs_without_changing_anyt
     async with _three(world) as processors:
         await _decided(world)
         urls = [_url(p) for p in processors]
-        owners = {key: next(_url(p) for p in processors if p._task_of(key) in p.owned_tasks) for key in SUBJECTS}
+        owners = {key: next(_url(p) for p in processors if p.task_of(key) in p.owned_tasks) for key in SUBJECTS}
 
         explained: dict[str, Any] = {}
         for key in SUBJECTS:
