@@ -365,9 +365,11 @@ class Runtime:
     def _decide_costly(self, batch: Batch, keys: list[str], ctx: EngineContext) -> Iterator[Handover]:
         """Decide a task's costly subjects after its transaction was handed over finished (platform P15): their
         outputs open the task's next transaction. A decision that fails reverts the subject to its state before
-        the batch, which the finished transaction no longer holds, so the changelog is brought back to it."""
+        the batch, which the finished transaction no longer holds, so its changelog is brought back to it (a
+        decision that succeeds wrote its entries already)."""
+        seen = len(self.subjects.incidents)
         yield from self._decide(batch, keys, ctx)
-        for key in keys:
+        for key in sorted({incident.subject for incident in self.subjects.incidents[seen:]}):
             with self.subjects.isolated(batch, key, batch.before.get(key, self.states.get(key)), (), ctx.now):
                 batch.outputs += self.subjects.changelog_entries(key)
 
